@@ -1,0 +1,141 @@
+package dev.once;
+
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.ClaimRules;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.UnaryOperator;
+
+/**
+ * A store in this JVM's memory. Thread-safe: each key is decided atomically by
+ * {@link ConcurrentHashMap#compute}. Honours every rule of the SPI, so it serves production
+ * services that run as a single instance and accept losing records on restart, and users' tests.
+ * Schedule {@link Maintenance} so expired records do not accumulate.
+ */
+public final class InMemoryStore implements IdempotencyStore {
+
+  private final ConcurrentHashMap<IdempotencyKey, IdempotencyRecord> records =
+      new ConcurrentHashMap<>();
+
+  @Override
+  public Claim claim(ClaimRequest request) {
+    Objects.requireNonNull(request, "request");
+    Claim[] answer = new Claim[1];
+    records.compute(request.key(), (key, current) -> {
+      ClaimRules.Decision decision = ClaimRules.decide(current, request);
+      answer[0] = decision.claim();
+      return decision.next() == null ? current : decision.next();
+    });
+    return answer[0];
+  }
+
+  @Override
+  public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
+      Duration retention) {
+    Objects.requireNonNull(outcome, "outcome");
+    Instant expiresAt = now.plus(retention);
+    update(key, token, r -> new IdempotencyRecord(r.key(), Status.COMPLETED, r.fingerprint(),
+        r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), outcome, r.lastError(),
+        r.createdAt(), now, expiresAt));
+  }
+
+  @Override
+  public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    Objects.requireNonNull(error, "error");
+    Instant expiresAt = now.plus(retention);
+    update(key, token, r -> new IdempotencyRecord(r.key(), Status.FAILED, r.fingerprint(),
+        r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null, error, r.createdAt(), now,
+        later(expiresAt, r.leaseUntil())));
+  }
+
+  @Override
+  public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+    Instant leaseUntil = now.plus(lease);
+    update(key, token, r -> new IdempotencyRecord(r.key(), r.status(), r.fingerprint(),
+        r.token(), leaseUntil, r.attempts(), r.checkpoint(), r.outcome(), r.lastError(),
+        r.createdAt(), now, later(r.expiresAt(), leaseUntil)));
+    return leaseUntil;
+  }
+
+  @Override
+  public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint,
+      Instant now) {
+    Objects.requireNonNull(checkpoint, "checkpoint");
+    update(key, token, r -> new IdempotencyRecord(r.key(), r.status(), r.fingerprint(),
+        r.token(), r.leaseUntil(), r.attempts(), checkpoint, r.outcome(), r.lastError(),
+        r.createdAt(), now, r.expiresAt()));
+  }
+
+  @Override
+  public Optional<IdempotencyRecord> find(IdempotencyKey key) {
+    return Optional.ofNullable(records.get(Objects.requireNonNull(key, "key")));
+  }
+
+  @Override
+  public int purgeExpired(Instant now, int limit) {
+    int purged = 0;
+    for (Map.Entry<IdempotencyKey, IdempotencyRecord> e : records.entrySet()) {
+      if (purged >= limit) {
+        break;
+      }
+      // remove(key, value) deletes only the record we looked at, not one a claim just replaced.
+      if (e.getValue().isExpired(now) && records.remove(e.getKey(), e.getValue())) {
+        purged++;
+      }
+    }
+    return purged;
+  }
+
+  @Override
+  public int reapExpiredLeases(Instant now, int limit) {
+    int reaped = 0;
+    for (Map.Entry<IdempotencyKey, IdempotencyRecord> e : records.entrySet()) {
+      if (reaped >= limit) {
+        break;
+      }
+      IdempotencyRecord r = e.getValue();
+      if (r.status() == Status.IN_PROGRESS && !r.isLeaseLive(now)) {
+        IdempotencyRecord reapedRecord = new IdempotencyRecord(r.key(), Status.FAILED,
+            r.fingerprint(), r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null,
+            "lease expired", r.createdAt(), now, r.expiresAt());
+        if (records.replace(e.getKey(), r, reapedRecord)) {
+          reaped++;
+        }
+      }
+    }
+    return reaped;
+  }
+
+  /** How many records are held, expired or not. */
+  public int size() {
+    return records.size();
+  }
+
+  /** Forgets every record. For tests. */
+  public void clear() {
+    records.clear();
+  }
+
+  private void update(IdempotencyKey key, long token, UnaryOperator<IdempotencyRecord> change) {
+    Objects.requireNonNull(key, "key");
+    records.compute(key, (k, current) -> {
+      if (current == null || current.status() != Status.IN_PROGRESS || current.token() != token) {
+        throw new LeaseLostException(key, token);
+      }
+      return change.apply(current);
+    });
+  }
+
+  private static Instant later(Instant a, Instant b) {
+    return a.isAfter(b) ? a : b;
+  }
+}

@@ -1,0 +1,212 @@
+package dev.once;
+
+import dev.once.internal.Execution;
+import dev.once.spi.IdempotencyStore;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Runs business logic once per idempotency key, in effect, however often the request or message is
+ * delivered: claims the key atomically in the store, runs the logic, stores the outcome and
+ * replays it to every duplicate. Fencing tokens make sure a worker whose lease passed can never
+ * overwrite its successor. Thread-safe; build one per store and share it.
+ *
+ * <pre>{@code
+ * Once once = Once.builder(store).lease(Duration.ofSeconds(30)).build();
+ * Charge charge = once.execute(IdempotencyKey.of("payments.charge", request.id()),
+ *     Fingerprint.of(request.body()), chargeCodec,
+ *     attempt -> gateway.charge(request, attempt.key()));
+ * }</pre>
+ */
+public final class Once {
+
+  private final Execution execution;
+  private final Config config;
+
+  private Once(Config config) {
+    this.config = config;
+    this.execution = new Execution(config);
+  }
+
+  /** A builder over {@code store}, with the defaults listed on {@link Builder}. */
+  public static Builder builder(IdempotencyStore store) {
+    return new Builder(store);
+  }
+
+  /**
+   * Runs {@code work} once for {@code key} and returns its value; a duplicate gets the stored value.
+   *
+   * @throws X                          the logic's own exception, unchanged
+   * @throws KeyReusedException         the key was used with another fingerprint
+   * @throws RequestInProgressException the original is still running (after waiting, if configured)
+   * @throws ReplayedFailureException   the original failed terminally
+   * @throws LeaseLostException         another worker took over before this one finished
+   * @throws StoreUnavailableException  the store failed; nothing was recorded as an outcome
+   */
+  public <T, X extends Exception> T execute(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, Work<T, X> work) throws X {
+    return call(key, fingerprint, codec, work).value();
+  }
+
+  /** As {@link #execute}, also telling whether the value was replayed, and the fencing token. */
+  public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, Work<T, X> work) throws X {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(fingerprint, "fingerprint");
+    Objects.requireNonNull(codec, "codec");
+    Objects.requireNonNull(work, "work");
+    return execution.call(key, fingerprint, codec, work);
+  }
+
+  /**
+   * Runs {@code action} once for {@code key}, for its effect only.
+   *
+   * @return true if it ran now, false if a duplicate found it already done
+   */
+  public <X extends Exception> boolean run(IdempotencyKey key, Fingerprint fingerprint,
+      Action<X> action) throws X {
+    Objects.requireNonNull(action, "action");
+    return !call(key, fingerprint, Codecs.none(), attempt -> {
+      action.run(attempt);
+      return null;
+    }).replayed();
+  }
+
+  /** The store this instance works on. */
+  public IdempotencyStore store() {
+    return config.store();
+  }
+
+  /** The clock this instance reads. */
+  public Clock clock() {
+    return config.clock();
+  }
+
+  /** Maintenance (purge, reap) over the same store and clock. */
+  public Maintenance maintenance() {
+    return Maintenance.of(config.store()).withClock(config.clock());
+  }
+
+  /**
+   * The settings of one {@link Once}, fixed at {@link Builder#build()}.
+   *
+   * @param store           where records live
+   * @param lease           how long a claim is honoured without a heartbeat
+   * @param retention       how long finished records are kept and replayed
+   * @param inProgress      what duplicates do while the original runs
+   * @param failurePolicy   which failures are terminal
+   * @param maxPayloadBytes the largest outcome or checkpoint stored
+   * @param clock           where time comes from
+   * @param sleeper         how a waiting duplicate pauses
+   * @param listener        who observes
+   * @param heartbeat       runs lease heartbeats, or null for none
+   */
+  public record Config(IdempotencyStore store, Duration lease, Duration retention,
+      InProgressPolicy inProgress, FailurePolicy failurePolicy, int maxPayloadBytes, Clock clock,
+      Sleeper sleeper, OnceListener listener, Scheduler heartbeat) {}
+
+  /**
+   * Builds a {@link Once}. Defaults: lease 30 s, retention 24 h, in-progress duplicates rejected,
+   * every failure retryable, payloads up to 1 MiB, the system UTC clock, no listener, no heartbeat.
+   * Each setter validates its argument at once.
+   */
+  public static final class Builder {
+    /** Default lease. */
+    public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+    /** Default retention: 24 hours, as Stripe. */
+    public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
+    /** Default bound on a stored outcome or checkpoint: 1 MiB. */
+    public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
+
+    private final IdempotencyStore store;
+    private Duration lease = DEFAULT_LEASE;
+    private Duration retention = DEFAULT_RETENTION;
+    private InProgressPolicy inProgress = InProgressPolicy.reject();
+    private FailurePolicy failurePolicy = FailurePolicy.retryAll();
+    private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
+    private Clock clock = Clock.systemUTC();
+    private Sleeper sleeper = Sleeper.SYSTEM;
+    private OnceListener listener = new OnceListener() {};
+    private Scheduler heartbeat;
+
+    private Builder(IdempotencyStore store) {
+      this.store = Objects.requireNonNull(store, "store");
+    }
+
+    /** How long a claim is honoured before another worker may take over. Positive. */
+    public Builder lease(Duration lease) {
+      this.lease = positive(lease, "lease");
+      return this;
+    }
+
+    /** How long a finished record is kept and replayed; after it the key behaves as new. Positive. */
+    public Builder retention(Duration retention) {
+      this.retention = positive(retention, "retention");
+      return this;
+    }
+
+    /** What a duplicate does while the original runs. */
+    public Builder onInProgress(InProgressPolicy policy) {
+      this.inProgress = Objects.requireNonNull(policy, "policy");
+      return this;
+    }
+
+    /** Which failures are terminal (stored and replayed) rather than retryable. */
+    public Builder failurePolicy(FailurePolicy policy) {
+      this.failurePolicy = Objects.requireNonNull(policy, "policy");
+      return this;
+    }
+
+    /** The largest outcome or checkpoint stored, in bytes. Positive. */
+    public Builder maxPayloadBytes(int bytes) {
+      if (bytes <= 0) {
+        throw new IllegalArgumentException("maxPayloadBytes must be positive, was " + bytes);
+      }
+      this.maxPayloadBytes = bytes;
+      return this;
+    }
+
+    /** Where time comes from. Inject a manual clock in tests instead of sleeping. */
+    public Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** How a waiting duplicate pauses between polls. */
+    public Builder sleeper(Sleeper sleeper) {
+      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
+      return this;
+    }
+
+    /** Who observes; for several, compose them in one listener. */
+    public Builder listener(OnceListener listener) {
+      this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * Extends the lease of running logic every third of the lease, on {@code scheduler}, so long
+     * work keeps its claim while its process lives.
+     */
+    public Builder heartbeat(Scheduler scheduler) {
+      this.heartbeat = Objects.requireNonNull(scheduler, "scheduler");
+      return this;
+    }
+
+    /** A {@link Once} with these settings. */
+    public Once build() {
+      int payloadLimit = Math.min(maxPayloadBytes, store.maxPayloadBytes());
+      return new Once(new Config(store, lease, retention, inProgress, failurePolicy, payloadLimit,
+          clock, sleeper, listener, heartbeat));
+    }
+
+    private static Duration positive(Duration d, String name) {
+      Objects.requireNonNull(d, name);
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive, was " + d);
+      }
+      return d;
+    }
+  }
+}

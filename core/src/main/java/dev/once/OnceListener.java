@@ -1,0 +1,34 @@
+package dev.once;
+
+import java.time.Duration;
+
+/**
+ * Observes what Once does, for metrics and logs. Every method has a no-op default; an exception
+ * thrown by a listener is logged and otherwise ignored.
+ */
+public interface OnceListener {
+
+  /** The claim was acquired; {@code takeover} when a previous holder's lease had passed. */
+  default void onAcquired(IdempotencyKey key, long token, boolean takeover) {}
+
+  /** A duplicate was answered from the stored outcome. */
+  default void onReplayed(IdempotencyKey key) {}
+
+  /** A duplicate found the original in progress and was rejected. */
+  default void onInProgress(IdempotencyKey key) {}
+
+  /** The key was reused with another fingerprint. */
+  default void onMismatch(IdempotencyKey key) {}
+
+  /** The logic succeeded and its outcome was stored; {@code elapsed} covers the logic and the write. */
+  default void onCompleted(IdempotencyKey key, long token, Duration elapsed) {}
+
+  /** The logic failed; {@code terminal} when the failure was stored for replay. */
+  default void onFailed(IdempotencyKey key, long token, Throwable failure, boolean terminal) {}
+
+  /** A write under {@code token} was refused because another worker took over. */
+  default void onLeaseLost(IdempotencyKey key, long token) {}
+
+  /** One store call ({@code claim}, {@code complete}, {@code fail}, …) and how long it took. */
+  default void onStoreCall(String operation, Duration elapsed, boolean succeeded) {}
+}

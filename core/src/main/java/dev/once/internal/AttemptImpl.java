@@ -1,0 +1,146 @@
+package dev.once.internal;
+
+import dev.once.Attempt;
+import dev.once.Checkpoint;
+import dev.once.IdempotencyKey;
+import dev.once.LeaseLostException;
+import dev.once.Once;
+import dev.once.PayloadTooLargeException;
+import dev.once.StoreUnavailableException;
+import dev.once.spi.Claim;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.Objects;
+import java.util.Optional;
+
+/** The {@link Attempt} of one acquired claim. */
+final class AttemptImpl implements Attempt {
+
+  private static final System.Logger LOG = System.getLogger(Once.class.getName());
+
+  private final IdempotencyKey key;
+  private final long token;
+  private final int attemptNumber;
+  private final boolean takeover;
+  private final Once.Config config;
+  private final StoreCalls store;
+  private volatile Instant leaseUntil;
+  private volatile Checkpoint lastCheckpoint;
+  private volatile boolean leaseLost;
+
+  AttemptImpl(IdempotencyKey key, Claim.Acquired acquired, Once.Config config, StoreCalls store) {
+    this.key = key;
+    this.token = acquired.token();
+    this.attemptNumber = acquired.attempt();
+    this.takeover = acquired.takeover();
+    this.lastCheckpoint = acquired.checkpoint();
+    this.leaseUntil = acquired.leaseUntil();
+    this.config = config;
+    this.store = store;
+  }
+
+  @Override
+  public IdempotencyKey idempotencyKey() {
+    return key;
+  }
+
+  @Override
+  public String key() {
+    return downstreamKey(key, null);
+  }
+
+  @Override
+  public String key(String step) {
+    Objects.requireNonNull(step, "step");
+    return downstreamKey(key, step);
+  }
+
+  /**
+   * {@code once-} + base64url(SHA-256(scope NUL tenant NUL key [NUL step])): short, safe in any
+   * downstream key alphabet, and the same for every attempt.
+   */
+  static String downstreamKey(IdempotencyKey key, String step) {
+    MessageDigest md;
+    try {
+      md = MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    String text = key.scope() + '\0' + key.tenant() + '\0' + key.key()
+        + (step == null ? "" : '\0' + step);
+    byte[] digest = md.digest(text.getBytes(StandardCharsets.UTF_8));
+    return "once-" + Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+  }
+
+  @Override
+  public long token() {
+    return token;
+  }
+
+  @Override
+  public int attemptNumber() {
+    return attemptNumber;
+  }
+
+  @Override
+  public boolean takeover() {
+    return takeover;
+  }
+
+  @Override
+  public Instant leaseUntil() {
+    return leaseUntil;
+  }
+
+  @Override
+  public Optional<Checkpoint> lastCheckpoint() {
+    return Optional.ofNullable(lastCheckpoint);
+  }
+
+  @Override
+  public void checkpoint(String name, byte[] data) {
+    Checkpoint checkpoint = Checkpoint.of(name, data);
+    if (checkpoint.size() > config.maxPayloadBytes()) {
+      throw new PayloadTooLargeException("checkpoint " + name, checkpoint.size(),
+          config.maxPayloadBytes());
+    }
+    fenced(() -> store.checkpoint(key, token, checkpoint, config.clock().instant()));
+    lastCheckpoint = checkpoint;
+  }
+
+  @Override
+  public void extendLease() {
+    fenced(() -> leaseUntil = store.extend(key, token, config.clock().instant(), config.lease()));
+  }
+
+  @Override
+  public boolean isLeaseLost() {
+    return leaseLost;
+  }
+
+  /** One heartbeat: extends the lease; a transient store error waits for the next beat. */
+  void heartbeat() {
+    if (leaseLost) {
+      return;
+    }
+    try {
+      extendLease();
+    } catch (LeaseLostException e) {
+      LOG.log(System.Logger.Level.WARNING, "heartbeat found the lease on {0} lost", key);
+    } catch (StoreUnavailableException e) {
+      LOG.log(System.Logger.Level.WARNING, "heartbeat could not extend the lease on " + key, e);
+    }
+  }
+
+  private void fenced(Runnable write) {
+    try {
+      write.run();
+    } catch (LeaseLostException e) {
+      leaseLost = true;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,226 @@
+package dev.once.internal;
+
+import dev.once.Codec;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.KeyReusedException;
+import dev.once.LeaseLostException;
+import dev.once.Once;
+import dev.once.OnceListener;
+import dev.once.PayloadTooLargeException;
+import dev.once.ReplayedFailureException;
+import dev.once.RequestInProgressException;
+import dev.once.Result;
+import dev.once.Scheduler;
+import dev.once.Work;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+
+/** The claim → run → complete/fail cycle behind {@link Once}. */
+public final class Execution {
+
+  private static final System.Logger LOG = System.getLogger(Once.class.getName());
+
+  private final Once.Config config;
+  final StoreCalls store;
+
+  public Execution(Once.Config config) {
+    this.config = config;
+    this.store = new StoreCalls(config.store(), config.listener());
+  }
+
+  public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, Work<T, X> work) throws X {
+    Claim claim = claim(key, fingerprint);
+    if (claim instanceof Claim.Acquired acquired) {
+      return run(key, acquired, codec, work);
+    }
+    if (claim instanceof Claim.Replay replay) {
+      notify(l -> l.onReplayed(key));
+      return replay(key, replay, codec);
+    }
+    if (claim instanceof Claim.Mismatch) {
+      notify(l -> l.onMismatch(key));
+      throw new KeyReusedException(key);
+    }
+    Claim.InProgress inProgress = (Claim.InProgress) claim;
+    notify(l -> l.onInProgress(key));
+    Duration retryAfter = Duration.between(config.clock().instant(), inProgress.leaseUntil());
+    throw new RequestInProgressException(key, inProgress.leaseUntil(),
+        retryAfter.isNegative() ? Duration.ZERO : retryAfter);
+  }
+
+  /** Claims, and while the original is in progress polls as the policy allows. */
+  private Claim claim(IdempotencyKey key, Fingerprint fingerprint) {
+    Claim claim = store.claim(request(key, fingerprint));
+    if (!(claim instanceof Claim.InProgress) || !config.inProgress().waits()) {
+      return claim;
+    }
+    Instant deadline = config.clock().instant().plus(config.inProgress().maxWait());
+    Duration backoff = config.inProgress().initialBackoff();
+    while (claim instanceof Claim.InProgress inProgress) {
+      Instant now = config.clock().instant();
+      if (!now.isBefore(deadline)) {
+        return claim;
+      }
+      // Never sleep past the deadline, nor past the lease end, where a takeover becomes possible.
+      Duration pause = min(backoff, Duration.between(now, deadline));
+      Duration untilLeaseEnd = Duration.between(now, inProgress.leaseUntil());
+      if (!untilLeaseEnd.isNegative() && !untilLeaseEnd.isZero()) {
+        pause = min(pause, untilLeaseEnd);
+      }
+      try {
+        config.sleeper().sleep(pause);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return claim;
+      }
+      backoff = min(backoff.multipliedBy(2), config.inProgress().maxBackoff());
+      claim = store.claim(request(key, fingerprint));
+    }
+    return claim;
+  }
+
+  private ClaimRequest request(IdempotencyKey key, Fingerprint fingerprint) {
+    return new ClaimRequest(key, fingerprint, config.clock().instant(), config.lease(),
+        config.retention());
+  }
+
+  private <T, X extends Exception> Result<T> run(IdempotencyKey key, Claim.Acquired acquired,
+      Codec<T> codec, Work<T, X> work) throws X {
+    notify(l -> l.onAcquired(key, acquired.token(), acquired.takeover()));
+    long started = System.nanoTime();
+    AttemptImpl attempt = new AttemptImpl(key, acquired, config, store);
+    Scheduler.Task heartbeat = startHeartbeat(attempt);
+    T value;
+    try {
+      value = work.run(attempt);
+    } catch (Throwable failure) {
+      stop(heartbeat);
+      recordFailure(key, acquired.token(), failure);
+      throw Sneaky.rethrow(failure);
+    }
+    stop(heartbeat);
+
+    Outcome outcome;
+    try {
+      byte[] body = codec.encode(value);
+      if (body.length > config.maxPayloadBytes()) {
+        throw new PayloadTooLargeException("outcome of " + key, body.length,
+            config.maxPayloadBytes());
+      }
+      outcome = Outcome.success(codec.mediaType(), body);
+    } catch (RuntimeException e) {
+      // Nothing storable: release the claim as retryable, so the caller can fix and retry.
+      recordRetryable(key, acquired.token(), e);
+      throw e;
+    }
+    try {
+      store.complete(key, acquired.token(), outcome, config.clock().instant(), config.retention());
+    } catch (LeaseLostException e) {
+      notify(l -> l.onLeaseLost(key, acquired.token()));
+      throw e;
+    }
+    Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
+    notify(l -> l.onCompleted(key, acquired.token(), elapsed));
+    return new Result<>(value, false, acquired.token());
+  }
+
+  private void recordFailure(IdempotencyKey key, long token, Throwable failure) {
+    if (failure instanceof LeaseLostException) {
+      notify(l -> l.onLeaseLost(key, token));
+      return;
+    }
+    boolean terminal = config.failurePolicy().isTerminal(failure);
+    notify(l -> l.onFailed(key, token, failure, terminal));
+    try {
+      if (terminal) {
+        Outcome outcome = Outcome.failure(failure.getClass().getName(), failure.getMessage());
+        store.complete(key, token, outcome, config.clock().instant(), config.retention());
+      } else {
+        store.fail(key, token, describe(failure), config.clock().instant(), config.retention());
+      }
+    } catch (RuntimeException storeFailure) {
+      // The caller's exception stays the one thrown; the lease runs out and a retry takes over.
+      failure.addSuppressed(storeFailure);
+      if (storeFailure instanceof LeaseLostException) {
+        notify(l -> l.onLeaseLost(key, token));
+      }
+    }
+  }
+
+  private void recordRetryable(IdempotencyKey key, long token, RuntimeException failure) {
+    notify(l -> l.onFailed(key, token, failure, false));
+    try {
+      store.fail(key, token, describe(failure), config.clock().instant(), config.retention());
+    } catch (RuntimeException storeFailure) {
+      failure.addSuppressed(storeFailure);
+    }
+  }
+
+  private <T> Result<T> replay(IdempotencyKey key, Claim.Replay replay, Codec<T> codec) {
+    Outcome outcome = replay.outcome();
+    if (outcome.kind() == Outcome.Kind.FAILURE) {
+      throw new ReplayedFailureException(key, outcome.failureType(), outcome.failureMessage());
+    }
+    return new Result<>(codec.decode(outcome.body()), true, replay.token());
+  }
+
+  private Scheduler.Task startHeartbeat(AttemptImpl attempt) {
+    Scheduler scheduler = config.heartbeat();
+    if (scheduler == null) {
+      return null;
+    }
+    Duration period = config.lease().dividedBy(3);
+    return scheduler.scheduleAtFixedRate(attempt::heartbeat,
+        period.isZero() ? Duration.ofMillis(1) : period);
+  }
+
+  private static void stop(Scheduler.Task heartbeat) {
+    if (heartbeat != null) {
+      heartbeat.cancel();
+    }
+  }
+
+  static String describe(Throwable failure) {
+    String message = failure.getMessage();
+    String text = failure.getClass().getName() + (message == null ? "" : ": " + message);
+    return text.length() > 1000 ? text.substring(0, 1000) : text;
+  }
+
+  private void notify(java.util.function.Consumer<OnceListener> event) {
+    notify(config.listener(), event);
+  }
+
+  static void notify(OnceListener listener, java.util.function.Consumer<OnceListener> event) {
+    try {
+      event.accept(listener);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "OnceListener threw; ignored", e);
+    }
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
+  }
+
+  /**
+   * Rethrows what the logic threw, unwrapped. Only the logic's declared {@code X}, unchecked
+   * exceptions and errors can arrive here, so the caller's {@code throws X} stays truthful.
+   */
+  static final class Sneaky {
+    private Sneaky() {}
+
+    static RuntimeException rethrow(Throwable t) {
+      throw Sneaky.<RuntimeException>sneak(t);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> E sneak(Throwable t) throws E {
+      throw (E) t;
+    }
+  }
+}

@@ -1,0 +1,67 @@
+package dev.once.internal;
+
+import dev.once.Checkpoint;
+import dev.once.IdempotencyKey;
+import dev.once.OnceListener;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.function.Supplier;
+
+/** The store as {@link Execution} calls it: each call timed and reported to the listener. */
+final class StoreCalls {
+
+  private final IdempotencyStore store;
+  private final OnceListener listener;
+
+  StoreCalls(IdempotencyStore store, OnceListener listener) {
+    this.store = store;
+    this.listener = listener;
+  }
+
+  Claim claim(ClaimRequest request) {
+    return timed("claim", () -> store.claim(request));
+  }
+
+  void complete(IdempotencyKey key, long token, Outcome outcome, Instant now, Duration retention) {
+    timed("complete", () -> {
+      store.complete(key, token, outcome, now, retention);
+      return null;
+    });
+  }
+
+  void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    timed("fail", () -> {
+      store.fail(key, token, error, now, retention);
+      return null;
+    });
+  }
+
+  Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+    return timed("extend", () -> store.extend(key, token, now, lease));
+  }
+
+  void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+    timed("checkpoint", () -> {
+      store.checkpoint(key, token, checkpoint, now);
+      return null;
+    });
+  }
+
+  private <R> R timed(String operation, Supplier<R> call) {
+    long start = System.nanoTime();
+    boolean ok = false;
+    try {
+      R result = call.get();
+      ok = true;
+      return result;
+    } finally {
+      boolean succeeded = ok;
+      Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+      Execution.notify(listener, l -> l.onStoreCall(operation, elapsed, succeeded));
+    }
+  }
+}

@@ -1,0 +1,74 @@
+package dev.once.spi;
+
+import java.time.Instant;
+import java.util.Objects;
+
+/**
+ * The claim decision as a pure function, for stores that can read the current record and write
+ * its successor atomically (under a lock, in a compare-and-set loop or in a transaction). Stores
+ * that decide elsewhere (a Lua script, a conditional write) must decide the same way.
+ *
+ * <ol>
+ *   <li>No record, or an expired one: create IN_PROGRESS. The token continues from the expired
+ *       record's (+1) so that a token is never reused while a record exists.
+ *   <li>Another fingerprint, in any status: {@link Claim.Mismatch}.
+ *   <li>COMPLETED: {@link Claim.Replay}.
+ *   <li>IN_PROGRESS with a live lease: {@link Claim.InProgress}.
+ *   <li>IN_PROGRESS with a passed lease (takeover) or FAILED (retry): IN_PROGRESS again with token
+ *       + 1, attempts + 1, the checkpoint kept.
+ * </ol>
+ */
+public final class ClaimRules {
+
+  private ClaimRules() {}
+
+  /** A decision: the claim to answer and the record to store, or null to leave it unchanged. */
+  public record Decision(Claim claim, IdempotencyRecord next) {
+    public Decision {
+      Objects.requireNonNull(claim, "claim");
+    }
+  }
+
+  /** Decides a claim against the current record ({@code null} when there is none). */
+  public static Decision decide(IdempotencyRecord current, ClaimRequest request) {
+    if (current == null || current.isExpired(request.now())) {
+      long token = current == null ? 1 : current.token() + 1;
+      IdempotencyRecord next = new IdempotencyRecord(
+          request.key(), Status.IN_PROGRESS, request.fingerprint(), token, request.leaseUntil(), 1,
+          null, null, null, request.now(), request.now(), request.expiresAt());
+      return new Decision(
+          new Claim.Acquired(token, false, 1, null, next.leaseUntil()), next);
+    }
+    if (!current.fingerprint().equals(request.fingerprint())) {
+      return new Decision(new Claim.Mismatch(), null);
+    }
+    switch (current.status()) {
+      case COMPLETED:
+        return new Decision(new Claim.Replay(current.outcome(), current.token()), null);
+      case IN_PROGRESS:
+        if (current.isLeaseLive(request.now())) {
+          return new Decision(new Claim.InProgress(current.leaseUntil()), null);
+        }
+        return retake(current, request, true);
+      case FAILED:
+        return retake(current, request, false);
+      default:
+        throw new IllegalStateException("unknown status " + current.status());
+    }
+  }
+
+  private static Decision retake(IdempotencyRecord current, ClaimRequest request, boolean takeover) {
+    long token = current.token() + 1;
+    int attempt = current.attempts() + 1;
+    IdempotencyRecord next = new IdempotencyRecord(
+        current.key(), Status.IN_PROGRESS, current.fingerprint(), token, request.leaseUntil(),
+        attempt, current.checkpoint(), null, current.lastError(), current.createdAt(),
+        request.now(), later(current.expiresAt(), request.expiresAt()));
+    return new Decision(
+        new Claim.Acquired(token, takeover, attempt, current.checkpoint(), next.leaseUntil()), next);
+  }
+
+  private static Instant later(Instant a, Instant b) {
+    return a.isAfter(b) ? a : b;
+  }
+}
