@@ -10,7 +10,9 @@ import java.util.Objects;
  *
  * <ol>
  *   <li>No record, or an expired one: create IN_PROGRESS. The token continues from the expired
- *       record's (+1) so that a token is never reused while a record exists.
+ *       record's (+1); with no record at all it starts at {@link #firstToken}, the claim time in
+ *       epoch milliseconds, so that a key purged and claimed again never hands out a token that a
+ *       worker of the purged record may still hold.
  *   <li>Another fingerprint, in any status: {@link Claim.Mismatch}.
  *   <li>COMPLETED: {@link Claim.Replay}.
  *   <li>IN_PROGRESS with a live lease: {@link Claim.InProgress}.
@@ -32,7 +34,7 @@ public final class ClaimRules {
   /** Decides a claim against the current record ({@code null} when there is none). */
   public static Decision decide(IdempotencyRecord current, ClaimRequest request) {
     if (current == null || current.isExpired(request.now())) {
-      long token = current == null ? 1 : current.token() + 1;
+      long token = current == null ? firstToken(request.now()) : current.token() + 1;
       IdempotencyRecord next = new IdempotencyRecord(
           request.key(), Status.IN_PROGRESS, request.fingerprint(), token, request.leaseUntil(), 1,
           null, null, null, request.now(), request.now(), request.expiresAt());
@@ -55,6 +57,17 @@ public final class ClaimRules {
       default:
         throw new IllegalStateException("unknown status " + current.status());
     }
+  }
+
+  /**
+   * The token of a key's first claim: the claim time in epoch milliseconds (at least 1). Tokens of
+   * a record grow by one per claim, so a record purged and created again starts far above any
+   * token of its predecessor (which could only get there by more claims than milliseconds of
+   * retention). Starting at 1 instead would let a zombie of the purged record write into its
+   * successor.
+   */
+  public static long firstToken(Instant now) {
+    return Math.max(1, now.toEpochMilli());
   }
 
   private static Decision retake(IdempotencyRecord current, ClaimRequest request, boolean takeover) {

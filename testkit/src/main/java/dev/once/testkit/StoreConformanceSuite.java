@@ -1,0 +1,943 @@
+package dev.once.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.Checkpoint;
+import dev.once.Codecs;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.InvalidKeyException;
+import dev.once.KeyReusedException;
+import dev.once.LeaseLostException;
+import dev.once.Once;
+import dev.once.PayloadTooLargeException;
+import dev.once.ReplayedFailureException;
+import dev.once.RequestInProgressException;
+import dev.once.Result;
+import dev.once.FailurePolicy;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.ClaimRules;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The one conformance suite every {@link IdempotencyStore} passes. Extend it, return a store over a
+ * real server from {@link #newStore()}, and run it:
+ *
+ * <pre>{@code
+ * class PostgresStoreConformanceTest extends StoreConformanceSuite {
+ *   protected IdempotencyStore newStore() { return JdbcStore.postgres(dataSource); }
+ * }
+ * }</pre>
+ *
+ * Each test works in a scope of its own, so stores may share one database between tests. Time is
+ * a {@link ManualClock}: nothing sleeps.
+ */
+public abstract class StoreConformanceSuite {
+
+  /** The lease every test claims with. */
+  protected static final Duration LEASE = Duration.ofSeconds(30);
+  /** The retention every test claims with. */
+  protected static final Duration RETENTION = Duration.ofHours(24);
+  /** Threads racing on one key in the race tests. */
+  protected static final int RACERS = 16;
+
+  private static final Fingerprint FP = Fingerprint.of("request-A");
+  private static final Fingerprint OTHER_FP = Fingerprint.of("request-B");
+  private static final Duration NANO = Duration.ofNanos(1);
+
+  /** The store under test, fresh from {@link #newStore()} for each test. */
+  protected IdempotencyStore store;
+  /** The test's clock; stores see time only through it. */
+  protected ManualClock clock;
+  private String scope;
+  private final AtomicInteger keys = new AtomicInteger();
+
+  /** A store over the real server. Called before each test; closed after it. */
+  protected abstract IdempotencyStore newStore();
+
+  @BeforeEach
+  void openStore() {
+    store = newStore();
+    // A start that differs per test, past anything earlier tests left, in a scope of its own.
+    clock = new ManualClock(ManualClock.DEFAULT_START.plusSeconds(
+        System.currentTimeMillis() / 1000 % 1_000_000));
+    scope = "conformance." + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  @AfterEach
+  void closeStore() {
+    if (store != null) {
+      store.close();
+    }
+  }
+
+  /** A key no other test uses. */
+  protected IdempotencyKey newKey() {
+    return IdempotencyKey.of(scope, "key-" + keys.incrementAndGet());
+  }
+
+  /** A claim request at the clock's time with the suite's lease and retention. */
+  protected ClaimRequest request(IdempotencyKey key, Fingerprint fingerprint) {
+    return new ClaimRequest(key, fingerprint, clock.instant(), LEASE, RETENTION);
+  }
+
+  private Claim claim(IdempotencyKey key) {
+    return store.claim(request(key, FP));
+  }
+
+  private Claim.Acquired acquire(IdempotencyKey key) {
+    Claim claim = claim(key);
+    assertThat(claim).isInstanceOf(Claim.Acquired.class);
+    return (Claim.Acquired) claim;
+  }
+
+  private IdempotencyRecord record(IdempotencyKey key) {
+    Optional<IdempotencyRecord> found = store.find(key);
+    assertThat(found).as("record of %s", key).isPresent();
+    return found.get();
+  }
+
+  private static Outcome text(String body) {
+    return Outcome.success("text/plain", body.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private void complete(IdempotencyKey key, long token, Outcome outcome) {
+    store.complete(key, token, outcome, clock.instant(), RETENTION);
+  }
+
+  private Once once(Once.Builder builder) {
+    return builder.clock(clock).lease(LEASE).retention(RETENTION).build();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("state machine")
+  class StateMachine {
+
+    @Test
+    void firstClaimAcquiresTokenOne() {
+      IdempotencyKey key = newKey();
+      Instant now = clock.instant();
+
+      Claim.Acquired acquired = acquire(key);
+
+      assertThat(acquired.token()).isEqualTo(ClaimRules.firstToken(now));
+      assertThat(acquired.takeover()).isFalse();
+      assertThat(acquired.attempt()).isEqualTo(1);
+      assertThat(acquired.checkpoint()).isNull();
+      assertThat(acquired.leaseUntil()).isEqualTo(now.plus(LEASE));
+      IdempotencyRecord r = record(key);
+      assertThat(r.key()).isEqualTo(key);
+      assertThat(r.status()).isEqualTo(Status.IN_PROGRESS);
+      assertThat(r.fingerprint()).isEqualTo(FP);
+      assertThat(r.token()).isEqualTo(acquired.token());
+      assertThat(r.attempts()).isEqualTo(1);
+      assertThat(r.leaseUntil()).isEqualTo(now.plus(LEASE));
+      assertThat(r.createdAt()).isEqualTo(now);
+      assertThat(r.expiresAt()).isEqualTo(now.plus(RETENTION));
+      assertThat(r.outcome()).isNull();
+    }
+
+    @Test
+    void unknownKeyIsNotFound() {
+      assertThat(store.find(newKey())).isEmpty();
+    }
+
+    @Test
+    void duplicateWhileLeaseIsLiveIsInProgress() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired acquired = acquire(key);
+      clock.advance(LEASE.minus(NANO));
+
+      Claim claim = claim(key);
+
+      assertThat(claim).isEqualTo(new Claim.InProgress(acquired.leaseUntil()));
+      assertThat(record(key).token()).isEqualTo(acquired.token());
+    }
+
+    @Test
+    void completedKeyIsReplayed() {
+      IdempotencyKey key = newKey();
+      Instant created = clock.instant();
+      long token = acquire(key).token();
+      clock.advance(Duration.ofSeconds(1));
+      Instant completedAt = clock.instant();
+
+      complete(key, token, text("charged"));
+      clock.advance(Duration.ofHours(1));
+      Claim claim = claim(key);
+
+      assertThat(claim).isEqualTo(new Claim.Replay(text("charged"), token));
+      IdempotencyRecord r = record(key);
+      assertThat(r.status()).isEqualTo(Status.COMPLETED);
+      assertThat(r.outcome()).isEqualTo(text("charged"));
+      assertThat(r.createdAt()).isEqualTo(created);
+      assertThat(r.updatedAt()).isEqualTo(completedAt);
+      assertThat(r.expiresAt()).isEqualTo(completedAt.plus(RETENTION));
+    }
+
+    @Test
+    void terminalFailureIsStoredAndReplayed() {
+      IdempotencyKey key = newKey();
+      long token = acquire(key).token();
+      Outcome failure = Outcome.failure("com.example.InsufficientFunds", "balance 3 < 10");
+
+      complete(key, token, failure);
+      Claim claim = claim(key);
+
+      assertThat(claim).isInstanceOf(Claim.Replay.class);
+      Outcome replayed = ((Claim.Replay) claim).outcome();
+      assertThat(replayed.kind()).isEqualTo(Outcome.Kind.FAILURE);
+      assertThat(replayed.failureType()).isEqualTo("com.example.InsufficientFunds");
+      assertThat(replayed.failureMessage()).isEqualTo("balance 3 < 10");
+    }
+
+    @Test
+    void retryableFailureKeepsTheRecordAndTheNextClaimRetries() {
+      IdempotencyKey key = newKey();
+      long token = acquire(key).token();
+
+      store.fail(key, token, "gateway timeout", clock.instant(), RETENTION);
+      IdempotencyRecord failed = record(key);
+      Claim.Acquired retry = acquire(key);
+
+      assertThat(failed.status()).isEqualTo(Status.FAILED);
+      assertThat(failed.token()).isEqualTo(token);
+      assertThat(failed.lastError()).isEqualTo("gateway timeout");
+      assertThat(failed.outcome()).isNull();
+      assertThat(retry.token()).isEqualTo(token + 1);
+      assertThat(retry.attempt()).isEqualTo(2);
+      assertThat(retry.takeover()).isFalse();
+      assertThat(record(key).status()).isEqualTo(Status.IN_PROGRESS);
+    }
+
+    @Test
+    void expiredLeaseIsTakenOverAtTheExactBoundary() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+      clock.set(first.leaseUntil());
+
+      Claim.Acquired takeover = acquire(key);
+
+      assertThat(takeover.token()).isEqualTo(first.token() + 1);
+      assertThat(takeover.takeover()).isTrue();
+      assertThat(takeover.attempt()).isEqualTo(2);
+      assertThat(takeover.leaseUntil()).isEqualTo(clock.instant().plus(LEASE));
+      assertThat(record(key).token()).isEqualTo(first.token() + 1);
+    }
+
+    @Test
+    void extendedLeaseKeepsTheClaim() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+      clock.advance(LEASE.dividedBy(2));
+
+      Instant extended = store.extend(key, first.token(), clock.instant(), LEASE);
+      clock.set(first.leaseUntil().plusSeconds(1));
+      Claim claim = claim(key);
+
+      assertThat(extended).isEqualTo(first.leaseUntil().plus(LEASE.dividedBy(2)));
+      assertThat(claim).isEqualTo(new Claim.InProgress(extended));
+      assertThat(record(key).leaseUntil()).isEqualTo(extended);
+    }
+
+    @Test
+    void lateCompletionSucceedsWhenNobodyTookOver() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+      clock.set(first.leaseUntil().plusSeconds(5));
+
+      complete(key, first.token(), text("late but sole owner"));
+
+      assertThat(claim(key)).isEqualTo(new Claim.Replay(text("late but sole owner"), first.token()));
+    }
+
+    @Test
+    void finishedRecordsRefuseFurtherWrites() {
+      IdempotencyKey key = newKey();
+      long token = acquire(key).token();
+      complete(key, token, text("done"));
+      IdempotencyRecord done = record(key);
+
+      assertThatThrownBy(() -> complete(key, token, text("again")))
+          .isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> store.fail(key, token, "x", clock.instant(), RETENTION))
+          .isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> store.extend(key, token, clock.instant(), LEASE))
+          .isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> store.checkpoint(key, token, Checkpoint.of("c", new byte[1]),
+          clock.instant())).isInstanceOf(LeaseLostException.class);
+      assertThat(record(key)).isEqualTo(done);
+    }
+
+    @Test
+    void writesToAnUnknownKeyAreRefused() {
+      IdempotencyKey key = newKey();
+
+      assertThatThrownBy(() -> complete(key, 1, text("x"))).isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> store.fail(key, 1, "x", clock.instant(), RETENTION))
+          .isInstanceOf(LeaseLostException.class);
+      assertThat(store.find(key)).isEmpty();
+    }
+
+    @Test
+    void tenantsNeverShareARecord() {
+      IdempotencyKey a = IdempotencyKey.of(scope, "tenant-a", "order-1");
+      IdempotencyKey b = IdempotencyKey.of(scope, "tenant-b", "order-1");
+      long tokenA = acquire(a).token();
+      complete(a, tokenA, text("a"));
+
+      Claim claimB = store.claim(request(b, OTHER_FP));
+
+      assertThat(claimB).isInstanceOf(Claim.Acquired.class);
+      assertThat(((Claim.Acquired) claimB).attempt()).isEqualTo(1);
+      assertThat(claim(a)).isEqualTo(new Claim.Replay(text("a"), tokenA));
+    }
+
+    @Test
+    void keysKeepEveryPrintableCharacter() {
+      IdempotencyKey key = IdempotencyKey.of(scope, "t'\"%_\\;--", " a key with 'quotes', %_ and \\ ");
+      complete(key, acquire(key).token(), text("ok"));
+
+      assertThat(claim(key)).isInstanceOf(Claim.Replay.class);
+      assertThat(record(key).key()).isEqualTo(key);
+      assertThat(store.find(IdempotencyKey.of(scope, "t'\"%_\\;--", "a key with 'quotes', %_ and \\")))
+          .isEmpty();
+    }
+
+    @Test
+    void binaryOutcomesRoundTripExactly() {
+      IdempotencyKey key = newKey();
+      byte[] body = new byte[64 * 1024];
+      new Random(7).nextBytes(body);
+      body[0] = 0;
+      Outcome outcome = Outcome.success("application/octet-stream", body);
+
+      complete(key, acquire(key).token(), outcome);
+
+      assertThat(((Claim.Replay) claim(key)).outcome()).isEqualTo(outcome);
+      Outcome empty = Outcome.success("application/vnd.once.void", new byte[0]);
+      IdempotencyKey other = newKey();
+      complete(other, acquire(other).token(), empty);
+      assertThat(((Claim.Replay) claim(other)).outcome()).isEqualTo(empty);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("fencing")
+  class Fencing {
+
+    @Test
+    void zombieAfterTakeoverChangesNothing() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired zombie = acquire(key);
+      store.checkpoint(key, zombie.token(), Checkpoint.of("step-1", new byte[] {1}), clock.instant());
+      clock.set(zombie.leaseUntil());
+      Claim.Acquired successor = acquire(key);
+      IdempotencyRecord before = record(key);
+
+      long stale = zombie.token();
+      assertThatThrownBy(() -> complete(key, stale, text("zombie")))
+          .isInstanceOf(LeaseLostException.class)
+          .satisfies(e -> assertThat(((LeaseLostException) e).token()).isEqualTo(stale));
+      assertThatThrownBy(() -> store.fail(key, stale, "zombie", clock.instant(), RETENTION))
+          .isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> store.checkpoint(key, stale, Checkpoint.of("zombie", new byte[2]),
+          clock.instant())).isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> store.extend(key, stale, clock.instant(), LEASE))
+          .isInstanceOf(LeaseLostException.class);
+
+      assertThat(record(key)).isEqualTo(before);
+      complete(key, successor.token(), text("successor"));
+      assertThat(claim(key)).isEqualTo(new Claim.Replay(text("successor"), successor.token()));
+    }
+
+    @Test
+    void zombieAfterRetryChangesNothing() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+      store.fail(key, first.token(), "timeout", clock.instant(), RETENTION);
+      Claim.Acquired retry = acquire(key);
+
+      assertThatThrownBy(() -> complete(key, first.token(), text("zombie")))
+          .isInstanceOf(LeaseLostException.class);
+
+      assertThat(record(key).token()).isEqualTo(retry.token());
+      assertThat(record(key).status()).isEqualTo(Status.IN_PROGRESS);
+    }
+
+    @Test
+    void tokenNeverRepeatsAcrossRetriesTakeoversAndExpiry() {
+      IdempotencyKey key = newKey();
+      List<Long> tokens = new ArrayList<>();
+      Claim.Acquired a = acquire(key);
+      tokens.add(a.token());
+      store.fail(key, a.token(), "retry", clock.instant(), RETENTION);
+      Claim.Acquired b = acquire(key);
+      tokens.add(b.token());
+      clock.set(b.leaseUntil());
+      Claim.Acquired c = acquire(key);
+      tokens.add(c.token());
+      complete(key, c.token(), text("done"));
+      clock.advance(RETENTION);
+      Claim.Acquired d = acquire(key);
+      tokens.add(d.token());
+
+      long t = tokens.get(0);
+      assertThat(tokens).containsExactly(t, t + 1, t + 2, t + 3);
+      assertThat(d.takeover()).isFalse();
+      assertThat(d.attempt()).isEqualTo(1);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("fingerprint mismatch")
+  class Mismatch {
+
+    private void assertMismatchLeavesRecordAlone(IdempotencyKey key) {
+      IdempotencyRecord before = record(key);
+      assertThat(store.claim(request(key, OTHER_FP))).isEqualTo(new Claim.Mismatch());
+      assertThat(record(key)).isEqualTo(before);
+    }
+
+    @Test
+    void whileInProgress() {
+      IdempotencyKey key = newKey();
+      acquire(key);
+      assertMismatchLeavesRecordAlone(key);
+    }
+
+    @Test
+    void afterTheLeasePassed() {
+      IdempotencyKey key = newKey();
+      clock.set(acquire(key).leaseUntil());
+      assertMismatchLeavesRecordAlone(key);
+    }
+
+    @Test
+    void afterCompletion() {
+      IdempotencyKey key = newKey();
+      complete(key, acquire(key).token(), text("done"));
+      assertMismatchLeavesRecordAlone(key);
+    }
+
+    @Test
+    void afterTerminalFailure() {
+      IdempotencyKey key = newKey();
+      complete(key, acquire(key).token(), Outcome.failure("E", "m"));
+      assertMismatchLeavesRecordAlone(key);
+    }
+
+    @Test
+    void afterRetryableFailure() {
+      IdempotencyKey key = newKey();
+      store.fail(key, acquire(key).token(), "x", clock.instant(), RETENTION);
+      assertMismatchLeavesRecordAlone(key);
+    }
+
+    @Test
+    void notAfterRetentionWhenTheKeyBehavesAsNew() {
+      IdempotencyKey key = newKey();
+      complete(key, acquire(key).token(), text("done"));
+      clock.advance(RETENTION);
+
+      Claim claim = store.claim(request(key, OTHER_FP));
+
+      assertThat(claim).isInstanceOf(Claim.Acquired.class);
+      assertThat(record(key).fingerprint()).isEqualTo(OTHER_FP);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("retention and maintenance")
+  class Retention {
+
+    @Test
+    void replayedUntilTheInstantBeforeRetentionEnds() {
+      IdempotencyKey key = newKey();
+      complete(key, acquire(key).token(), text("done"));
+      Instant expiresAt = record(key).expiresAt();
+
+      clock.set(expiresAt.minus(NANO));
+      assertThat(claim(key)).isInstanceOf(Claim.Replay.class);
+    }
+
+    @Test
+    void behavesAsNewAtTheExactRetentionBoundary() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+      store.checkpoint(key, first.token(), Checkpoint.of("old", new byte[] {9}), clock.instant());
+      complete(key, first.token(), text("done"));
+      clock.set(record(key).expiresAt());
+
+      Claim.Acquired fresh = acquire(key);
+
+      assertThat(fresh.token()).isEqualTo(first.token() + 1);
+      assertThat(fresh.attempt()).isEqualTo(1);
+      assertThat(fresh.takeover()).isFalse();
+      assertThat(fresh.checkpoint()).isNull();
+      IdempotencyRecord r = record(key);
+      assertThat(r.outcome()).isNull();
+      assertThat(r.checkpoint()).isNull();
+      assertThat(r.createdAt()).isEqualTo(clock.instant());
+    }
+
+    @Test
+    void purgeDeletesExpiredRecordsOnlyInBoundedBatches() {
+      List<IdempotencyKey> expired = new ArrayList<>();
+      for (int i = 0; i < 5; i++) {
+        IdempotencyKey key = newKey();
+        complete(key, acquire(key).token(), text("old " + i));
+        expired.add(key);
+      }
+      clock.advance(Duration.ofHours(1));
+      IdempotencyKey live = newKey();
+      complete(live, acquire(live).token(), text("new"));
+      IdempotencyKey running = newKey();
+      acquire(running);
+      clock.advance(RETENTION.minus(Duration.ofMinutes(30)));
+
+      int firstBatch = store.purgeExpired(clock.instant(), 2);
+      int rest = 0;
+      int n;
+      while ((n = store.purgeExpired(clock.instant(), 1000)) > 0) {
+        rest += n;
+      }
+
+      assertThat(firstBatch).isEqualTo(2);
+      assertThat(firstBatch + rest).isGreaterThanOrEqualTo(5);
+      for (IdempotencyKey key : expired) {
+        assertThat(store.find(key)).as("purged %s", key).isEmpty();
+      }
+      assertThat(store.find(live)).isPresent();
+      assertThat(store.find(running)).isPresent();
+      assertThat(store.purgeExpired(clock.instant(), 1000)).isZero();
+    }
+
+    @Test
+    void purgeNeverDeletesALiveLeaseEvenPastRetention() {
+      IdempotencyKey key = newKey();
+      Duration shortRetention = Duration.ofSeconds(10);
+      Claim claim = store.claim(new ClaimRequest(key, FP, clock.instant(), LEASE, shortRetention));
+      clock.advance(Duration.ofSeconds(20));
+
+      while (store.purgeExpired(clock.instant(), 1000) > 0) {
+        // drain
+      }
+
+      assertThat(claim).isInstanceOf(Claim.Acquired.class);
+      assertThat(store.find(key)).isPresent();
+      assertThat(claim(key)).isInstanceOf(Claim.InProgress.class);
+    }
+
+    @Test
+    void reapTurnsExpiredLeasesIntoFailuresAndFencesTheirWorkers() {
+      IdempotencyKey stale = newKey();
+      Claim.Acquired zombie = acquire(stale);
+      clock.advance(Duration.ofSeconds(20));
+      IdempotencyKey live = newKey();
+      acquire(live);
+      clock.set(zombie.leaseUntil());
+
+      int reaped = 0;
+      int n;
+      while ((n = store.reapExpiredLeases(clock.instant(), 1000)) > 0) {
+        reaped += n;
+      }
+
+      assertThat(reaped).isGreaterThanOrEqualTo(1);
+      IdempotencyRecord r = record(stale);
+      assertThat(r.status()).isEqualTo(Status.FAILED);
+      assertThat(r.token()).isEqualTo(zombie.token());
+      assertThat(r.lastError()).isEqualTo("lease expired");
+      assertThat(record(live).status()).isEqualTo(Status.IN_PROGRESS);
+      assertThatThrownBy(() -> complete(stale, zombie.token(), text("zombie")))
+          .isInstanceOf(LeaseLostException.class);
+      assertThat(acquire(stale).token()).isEqualTo(zombie.token() + 1);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("checkpoints")
+  class Checkpoints {
+
+    @Test
+    void survivesTakeover() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+      store.checkpoint(key, first.token(), Checkpoint.of("debited", new byte[] {1, 2}),
+          clock.instant());
+      store.checkpoint(key, first.token(), Checkpoint.of("shipped", new byte[] {3}),
+          clock.instant());
+      clock.set(first.leaseUntil());
+
+      Claim.Acquired takeover = acquire(key);
+
+      assertThat(takeover.checkpoint()).isEqualTo(Checkpoint.of("shipped", new byte[] {3}));
+      assertThat(record(key).checkpoint()).isEqualTo(Checkpoint.of("shipped", new byte[] {3}));
+    }
+
+    @Test
+    void survivesRetryableFailure() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+      store.checkpoint(key, first.token(), Checkpoint.of("debited", new byte[0]), clock.instant());
+      store.fail(key, first.token(), "timeout", clock.instant(), RETENTION);
+
+      assertThat(acquire(key).checkpoint()).isEqualTo(Checkpoint.of("debited", new byte[0]));
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("batch claim")
+  class Batch {
+
+    @Test
+    void answersEveryOutcomeInRequestOrder() {
+      IdempotencyKey completed = newKey();
+      long completedToken = acquire(completed).token();
+      complete(completed, completedToken, text("done"));
+      IdempotencyKey running = newKey();
+      Claim.Acquired runningClaim = acquire(running);
+      IdempotencyKey failed = newKey();
+      long failedToken = acquire(failed).token();
+      store.fail(failed, failedToken, "x", clock.instant(), RETENTION);
+      IdempotencyKey reused = newKey();
+      acquire(reused);
+      IdempotencyKey fresh = newKey();
+
+      List<Claim> claims = store.claimAll(List.of(
+          request(fresh, FP), request(completed, FP), request(running, FP),
+          request(reused, OTHER_FP), request(failed, FP), request(fresh, FP)));
+
+      assertThat(claims).hasSize(6);
+      assertThat(claims.get(0)).isInstanceOf(Claim.Acquired.class);
+      long freshToken = ((Claim.Acquired) claims.get(0)).token();
+      assertThat(freshToken).isEqualTo(ClaimRules.firstToken(clock.instant()));
+      assertThat(claims.get(1)).isEqualTo(new Claim.Replay(text("done"), completedToken));
+      assertThat(claims.get(2)).isEqualTo(new Claim.InProgress(runningClaim.leaseUntil()));
+      assertThat(claims.get(3)).isEqualTo(new Claim.Mismatch());
+      assertThat(claims.get(4)).isInstanceOf(Claim.Acquired.class);
+      assertThat(((Claim.Acquired) claims.get(4)).token()).isEqualTo(failedToken + 1);
+      assertThat(claims.get(5)).as("second request for a key in the same batch")
+          .isInstanceOf(Claim.InProgress.class);
+      assertThat(record(fresh).token()).isEqualTo(freshToken);
+    }
+
+    @Test
+    void emptyBatchClaimsNothing() {
+      assertThat(store.claimAll(List.of())).isEmpty();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("races between real threads")
+  class Races {
+
+    private <T> List<T> race(int threads, Callable<T> task) throws Exception {
+      ExecutorService pool = Executors.newFixedThreadPool(threads);
+      try {
+        CountDownLatch ready = new CountDownLatch(threads);
+        CountDownLatch go = new CountDownLatch(1);
+        List<Future<T>> futures = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+          futures.add(pool.submit(() -> {
+            ready.countDown();
+            go.await();
+            return task.call();
+          }));
+        }
+        ready.await();
+        go.countDown();
+        List<T> results = new ArrayList<>();
+        for (Future<T> f : futures) {
+          results.add(f.get(60, TimeUnit.SECONDS));
+        }
+        return results;
+      } finally {
+        pool.shutdownNow();
+      }
+    }
+
+    @Test
+    void exactlyOneOfManyClaimsOnANewKeyIsAcquired() throws Exception {
+      for (int round = 0; round < 10; round++) {
+        IdempotencyKey key = newKey();
+        List<Claim> claims = race(RACERS, () -> claim(key));
+
+        assertThat(claims).filteredOn(c -> c instanceof Claim.Acquired).hasSize(1);
+        assertThat(claims).filteredOn(c -> c instanceof Claim.InProgress).hasSize(RACERS - 1);
+        long winner = claims.stream().filter(c -> c instanceof Claim.Acquired)
+            .mapToLong(c -> ((Claim.Acquired) c).token()).findFirst().orElseThrow();
+        assertThat(record(key).token()).isEqualTo(winner);
+      }
+    }
+
+    @Test
+    void exactlyOneOfManyClaimsTakesAnExpiredLeaseOver() throws Exception {
+      for (int round = 0; round < 5; round++) {
+        IdempotencyKey key = newKey();
+        Instant start = clock.instant();
+        Claim.Acquired first = acquire(key);
+        clock.set(first.leaseUntil());
+        List<Claim> claims = race(RACERS, () -> claim(key));
+
+        assertThat(claims).filteredOn(c -> c instanceof Claim.Acquired).hasSize(1)
+            .allSatisfy(c -> assertThat(((Claim.Acquired) c).token()).isEqualTo(first.token() + 1));
+        assertThat(claims).filteredOn(c -> c instanceof Claim.InProgress).hasSize(RACERS - 1);
+        assertThat(record(key).token()).isEqualTo(first.token() + 1);
+        clock.set(start);
+      }
+    }
+
+    @Test
+    void claimsAfterCompletionAllReplay() throws Exception {
+      IdempotencyKey key = newKey();
+      long token = acquire(key).token();
+      complete(key, token, text("done"));
+
+      List<Claim> claims = race(RACERS, () -> claim(key));
+
+      assertThat(claims).allSatisfy(c -> assertThat(c).isEqualTo(new Claim.Replay(text("done"), token)));
+    }
+
+    @Test
+    void onceRunsTheLogicExactlyOnceUnderARace() throws Exception {
+      Once once = once(Once.builder(store));
+      for (int round = 0; round < 5; round++) {
+        IdempotencyKey key = newKey();
+        AtomicInteger executions = new AtomicInteger();
+        List<String> answers = race(RACERS, () -> {
+          try {
+            Result<String> r = once.call(key, FP, Codecs.utf8(), a -> {
+              executions.incrementAndGet();
+              return "charged";
+            });
+            return r.replayed() ? "replayed" : "ran";
+          } catch (RequestInProgressException e) {
+            return "in-progress";
+          }
+        });
+
+        assertThat(executions).hasValue(1);
+        assertThat(answers).containsOnlyOnce("ran");
+        assertThat(claim(key)).isEqualTo(new Claim.Replay(
+            Outcome.success(Codecs.utf8().mediaType(), "charged".getBytes(StandardCharsets.UTF_8)),
+            record(key).token()));
+      }
+    }
+
+    @Test
+    void racingWritersOfOneTokenLeaveOneConsistentOutcome() throws Exception {
+      IdempotencyKey key = newKey();
+      long token = acquire(key).token();
+      AtomicInteger n = new AtomicInteger();
+
+      List<Boolean> won = race(RACERS, () -> {
+        try {
+          complete(key, token, text("writer-" + n.incrementAndGet()));
+          return true;
+        } catch (LeaseLostException e) {
+          return false;
+        }
+      });
+
+      assertThat(won).containsOnlyOnce(true);
+      assertThat(record(key).status()).isEqualTo(Status.COMPLETED);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("through Once")
+  class ThroughOnce {
+
+    @Test
+    void duplicateIsReplayedWithoutRunningTheLogic() {
+      Once once = once(Once.builder(store));
+      IdempotencyKey key = newKey();
+      AtomicInteger runs = new AtomicInteger();
+
+      Result<String> first = once.call(key, FP, Codecs.utf8(), a -> "charge-" + runs.incrementAndGet());
+      Result<String> second = once.call(key, FP, Codecs.utf8(), a -> "charge-" + runs.incrementAndGet());
+
+      assertThat(first).isEqualTo(new Result<>("charge-1", false, record(key).token()));
+      assertThat(second).isEqualTo(new Result<>("charge-1", true, first.token()));
+      assertThat(runs).hasValue(1);
+    }
+
+    @Test
+    void reusedKeyIsRejected() {
+      Once once = once(Once.builder(store));
+      IdempotencyKey key = newKey();
+      once.execute(key, FP, Codecs.utf8(), a -> "first");
+
+      assertThatThrownBy(() -> once.execute(key, OTHER_FP, Codecs.utf8(), a -> "second"))
+          .isInstanceOf(KeyReusedException.class);
+    }
+
+    @Test
+    void terminalFailureIsReplayedAsReplayedFailureException() {
+      Once once = once(Once.builder(store)
+          .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalStateException.class)));
+      IdempotencyKey key = newKey();
+
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> {
+        throw new IllegalStateException("insufficient funds");
+      })).isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> "must not run"))
+          .isInstanceOfSatisfying(ReplayedFailureException.class, e -> {
+            assertThat(e.failureType()).isEqualTo(IllegalStateException.class.getName());
+            assertThat(e.failureMessage()).isEqualTo("insufficient funds");
+          });
+    }
+
+    @Test
+    void retryableFailureRunsAgainWithTheNextToken() throws Exception {
+      Once once = once(Once.builder(store));
+      IdempotencyKey key = newKey();
+
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> {
+        throw new java.io.IOException("gateway down");
+      })).isInstanceOf(java.io.IOException.class);
+      Result<String> retry = once.call(key, FP, Codecs.utf8(), a -> "attempt " + a.attemptNumber());
+
+      assertThat(retry).isEqualTo(new Result<>("attempt 2", false, record(key).token()));
+      assertThat(record(key).attempts()).isEqualTo(2);
+    }
+
+    @Test
+    void checkpointsResumeAfterTakeover() {
+      Once once = once(Once.builder(store));
+      IdempotencyKey key = newKey();
+      // First worker checkpoints, then "crashes": its claim stays IN_PROGRESS.
+      Claim.Acquired crashed = acquire(key);
+      store.checkpoint(key, crashed.token(), Checkpoint.of("debited", "tx-77".getBytes(StandardCharsets.UTF_8)),
+          clock.instant());
+      clock.set(crashed.leaseUntil());
+
+      String result = once.execute(key, FP, Codecs.utf8(), a -> {
+        assertThat(a.takeover()).isTrue();
+        return a.lastCheckpoint().map(c -> "resumed after " + c.name()).orElse("from scratch");
+      });
+
+      assertThat(result).isEqualTo("resumed after debited");
+    }
+
+    @Test
+    void zombieAttemptIsFencedOnCheckpointAndCompletion() {
+      Once once = once(Once.builder(store));
+      IdempotencyKey key = newKey();
+      AtomicLong zombieToken = new AtomicLong();
+
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> {
+        zombieToken.set(a.token());
+        clock.set(a.leaseUntil());
+        // A successor takes over while this attempt is paused.
+        assertThat(claim(key)).isInstanceOf(Claim.Acquired.class);
+        try {
+          a.checkpoint("late", new byte[1]);
+        } catch (LeaseLostException e) {
+          assertThat(a.isLeaseLost()).isTrue();
+        }
+        return "zombie result";
+      })).isInstanceOf(LeaseLostException.class);
+      IdempotencyRecord r = record(key);
+      assertThat(r.status()).isEqualTo(Status.IN_PROGRESS);
+      assertThat(r.token()).isEqualTo(zombieToken.get() + 1);
+      assertThat(r.checkpoint()).isNull();
+    }
+
+    @Test
+    void invalidKeysAreRejectedBeforeTheStore() {
+      assertThatThrownBy(() -> IdempotencyKey.of(scope, "")).isInstanceOf(InvalidKeyException.class);
+      assertThatThrownBy(() -> IdempotencyKey.of(scope, "x".repeat(256)))
+          .isInstanceOf(InvalidKeyException.class);
+      assertThatThrownBy(() -> IdempotencyKey.of(scope, "bad\nkey"))
+          .isInstanceOf(InvalidKeyException.class);
+      assertThatThrownBy(() -> IdempotencyKey.of(scope, null)).isInstanceOf(InvalidKeyException.class);
+      assertThat(store.find(IdempotencyKey.of(scope, "x".repeat(255)))).isEmpty();
+    }
+
+    @Test
+    void oversizedOutcomeIsNotStoredAndTheKeyCanBeRetried() {
+      Once once = once(Once.builder(store).maxPayloadBytes(16));
+      IdempotencyKey key = newKey();
+
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> "x".repeat(17)))
+          .isInstanceOf(PayloadTooLargeException.class);
+      IdempotencyRecord r = record(key);
+      assertThat(r.status()).isEqualTo(Status.FAILED);
+      assertThat(r.outcome()).isNull();
+      assertThat(once.execute(key, FP, Codecs.utf8(), a -> "x".repeat(16))).isEqualTo("x".repeat(16));
+    }
+
+    @Test
+    void oversizedCheckpointIsNotStored() {
+      Once once = once(Once.builder(store).maxPayloadBytes(8));
+      IdempotencyKey key = newKey();
+
+      once.execute(key, FP, Codecs.utf8(), a -> {
+        a.checkpoint("small", new byte[8]);
+        assertThatThrownBy(() -> a.checkpoint("big", new byte[9]))
+            .isInstanceOf(PayloadTooLargeException.class);
+        assertThat(record(key).checkpoint()).isEqualTo(Checkpoint.of("small", new byte[8]));
+        return "ok";
+      });
+    }
+
+    @Test
+    void nullArgumentsStoreNothing() {
+      Once once = once(Once.builder(store));
+      IdempotencyKey key = newKey();
+
+      assertThatThrownBy(() -> once.execute(key, null, Codecs.utf8(), a -> "x"))
+          .isInstanceOf(NullPointerException.class);
+      assertThatThrownBy(() -> once.execute(key, FP, null, a -> "x"))
+          .isInstanceOf(NullPointerException.class);
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), null))
+          .isInstanceOf(NullPointerException.class);
+      assertThat(store.find(key)).isEmpty();
+    }
+  }
+}

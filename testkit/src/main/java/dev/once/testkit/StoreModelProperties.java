@@ -1,0 +1,310 @@
+package dev.once.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.Checkpoint;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.LeaseLostException;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.Tuple;
+import net.jqwik.api.lifecycle.AfterProperty;
+import net.jqwik.api.lifecycle.BeforeProperty;
+
+/**
+ * A property test of a store against a small, independently written model of the state machine.
+ * Random interleavings of claims, completions, retryable failures, checkpoints, lease extensions,
+ * clock jumps, reaping and purging by several workers on a few keys must
+ *
+ * <ul>
+ *   <li>answer every claim as the model does (so two workers never both own a live claim),
+ *   <li>refuse every write from a worker whose token is stale, changing nothing,
+ *   <li>replay to every duplicate exactly the first outcome stored for the key,
+ *   <li>leave a record equal to the model's after every step.
+ * </ul>
+ *
+ * Extend it with a store over the real server, as for {@link StoreConformanceSuite}.
+ */
+public abstract class StoreModelProperties {
+
+  private static final Duration LEASE = Duration.ofSeconds(10);
+  private static final Duration RETENTION = Duration.ofSeconds(60);
+  private static final int WORKERS = 3;
+  private static final int KEYS = 2;
+  private static final Fingerprint[] FINGERPRINTS = {Fingerprint.of("A"), Fingerprint.of("B")};
+
+  private IdempotencyStore store;
+
+  /** A store over the real server; called once per property, closed after it. */
+  protected abstract IdempotencyStore newStore();
+
+  /** How many steps a run may have at most. */
+  protected int maxSteps() {
+    return 60;
+  }
+
+  @BeforeProperty
+  void openStore() {
+    store = newStore();
+  }
+
+  @AfterProperty
+  void closeStore() {
+    store.close();
+  }
+
+  /** One step of a run. */
+  public sealed interface Step {}
+
+  record ClaimStep(int worker, int key, int fingerprint) implements Step {}
+
+  record CompleteStep(int worker, int key) implements Step {}
+
+  record FailStep(int worker, int key) implements Step {}
+
+  record CheckpointStep(int worker, int key) implements Step {}
+
+  record ExtendStep(int worker, int key) implements Step {}
+
+  record AdvanceStep(long seconds) implements Step {}
+
+  record ReapStep() implements Step {}
+
+  record PurgeStep() implements Step {}
+
+  @Provide
+  Arbitrary<List<Step>> runs() {
+    Arbitrary<Integer> worker = Arbitraries.integers().between(0, WORKERS - 1);
+    Arbitrary<Integer> key = Arbitraries.integers().between(0, KEYS - 1);
+    // Mostly the same request; sometimes a reused key with another body.
+    Arbitrary<Integer> fingerprint = Arbitraries.integers().between(0, 9).map(i -> i == 0 ? 1 : 0);
+    Arbitrary<Step> step = Arbitraries.frequencyOf(
+        Tuple.of(6, Combinators.combine(worker, key, fingerprint)
+            .as(ClaimStep::new)),
+        Tuple.of(4, Combinators.combine(worker, key)
+            .as(CompleteStep::new)),
+        Tuple.of(2, Combinators.combine(worker, key).as(FailStep::new)),
+        Tuple.of(2, Combinators.combine(worker, key)
+            .as(CheckpointStep::new)),
+        Tuple.of(1, Combinators.combine(worker, key)
+            .as(ExtendStep::new)),
+        Tuple.of(3, Arbitraries.of(1L, 5L, 9L, 10L, 11L, 30L, 60L, 61L)
+            .map(AdvanceStep::new)),
+        Tuple.of(1, Arbitraries.just(new ReapStep())),
+        Tuple.of(1, Arbitraries.just(new PurgeStep())));
+    return step.list().ofMinSize(1).ofMaxSize(maxSteps());
+  }
+
+  @Property(tries = 300)
+  void storeBehavesAsTheModel(@ForAll("runs") List<Step> run) {
+    new Run().play(run);
+  }
+
+  /** The model's view of one key. */
+  private static final class ModelRecord {
+    Status status;
+    int fingerprint;
+    long token;
+    Instant leaseUntil;
+    Instant expiresAt;
+    int attempts;
+    String outcome;
+    String checkpoint;
+  }
+
+  /** One run: a fresh scope, a fresh clock, the model and what each worker believes it holds. */
+  private final class Run {
+    final ManualClock clock = new ManualClock();
+    final String scope = "model." + UUID.randomUUID().toString().substring(0, 8);
+    final Map<Integer, ModelRecord> model = new HashMap<>();
+    final Map<Integer, String> firstOutcome = new HashMap<>();
+    final long[][] held = new long[WORKERS][KEYS];
+
+    IdempotencyKey key(int k) {
+      return IdempotencyKey.of(scope, "k" + k);
+    }
+
+    void play(List<Step> run) {
+      for (Step step : run) {
+        apply(step);
+        for (int k = 0; k < KEYS; k++) {
+          checkRecord(k);
+          checkOneLiveOwner(k);
+        }
+      }
+    }
+
+    void apply(Step step) {
+      Instant now = clock.instant();
+      if (step instanceof ClaimStep s) {
+        claim(s, now);
+      } else if (step instanceof CompleteStep s) {
+        String outcome = "w" + s.worker() + "-t" + held[s.worker()][s.key()];
+        write(s.worker(), s.key(), () -> store.complete(key(s.key()), held[s.worker()][s.key()],
+            text(outcome), now, RETENTION), m -> {
+          m.status = Status.COMPLETED;
+          m.outcome = outcome;
+          m.expiresAt = now.plus(RETENTION);
+          firstOutcome.putIfAbsent(s.key(), outcome);
+        });
+      } else if (step instanceof FailStep s) {
+        write(s.worker(), s.key(), () -> store.fail(key(s.key()), held[s.worker()][s.key()], "boom",
+            now, RETENTION), m -> {
+          m.status = Status.FAILED;
+          m.expiresAt = later(now.plus(RETENTION), m.leaseUntil);
+        });
+      } else if (step instanceof CheckpointStep s) {
+        String name = "cp-w" + s.worker() + "-t" + held[s.worker()][s.key()];
+        write(s.worker(), s.key(), () -> store.checkpoint(key(s.key()), held[s.worker()][s.key()],
+            Checkpoint.of(name, new byte[] {1}), now), m -> m.checkpoint = name);
+      } else if (step instanceof ExtendStep s) {
+        write(s.worker(), s.key(), () -> store.extend(key(s.key()), held[s.worker()][s.key()], now,
+            LEASE), m -> {
+          m.leaseUntil = now.plus(LEASE);
+          m.expiresAt = later(m.expiresAt, m.leaseUntil);
+        });
+      } else if (step instanceof AdvanceStep s) {
+        clock.advance(Duration.ofSeconds(s.seconds()));
+      } else if (step instanceof ReapStep) {
+        while (store.reapExpiredLeases(now, 100) > 0) {
+          // drain
+        }
+        model.values().forEach(m -> {
+          if (m.status == Status.IN_PROGRESS && !now.isBefore(m.leaseUntil)) {
+            m.status = Status.FAILED;
+          }
+        });
+      } else if (step instanceof PurgeStep) {
+        while (store.purgeExpired(now, 100) > 0) {
+          // drain
+        }
+        model.values().removeIf(m -> !now.isBefore(m.expiresAt));
+      }
+    }
+
+    void claim(ClaimStep s, Instant now) {
+      Claim claim = store.claim(new ClaimRequest(key(s.key()), FINGERPRINTS[s.fingerprint()], now,
+          LEASE, RETENTION));
+      ModelRecord m = model.get(s.key());
+      if (m == null || !now.isBefore(m.expiresAt)) {
+        ModelRecord fresh = new ModelRecord();
+        // A key with no record starts at the claim time in epoch millis (see ClaimRules.firstToken).
+        fresh.token = m == null ? Math.max(1, now.toEpochMilli()) : m.token + 1;
+        fresh.status = Status.IN_PROGRESS;
+        fresh.fingerprint = s.fingerprint();
+        fresh.leaseUntil = now.plus(LEASE);
+        fresh.expiresAt = now.plus(RETENTION);
+        fresh.attempts = 1;
+        model.put(s.key(), fresh);
+        firstOutcome.remove(s.key());
+        expectAcquired(claim, s, fresh, false);
+      } else if (m.fingerprint != s.fingerprint()) {
+        assertThat(claim).isEqualTo(new Claim.Mismatch());
+      } else if (m.status == Status.COMPLETED) {
+        assertThat(claim).isInstanceOf(Claim.Replay.class);
+        String replayed = new String(((Claim.Replay) claim).outcome().body(), StandardCharsets.UTF_8);
+        assertThat(replayed).as("every replay is the first stored outcome")
+            .isEqualTo(firstOutcome.get(s.key()));
+      } else if (m.status == Status.IN_PROGRESS && now.isBefore(m.leaseUntil)) {
+        assertThat(claim).isEqualTo(new Claim.InProgress(m.leaseUntil));
+      } else {
+        boolean takeover = m.status == Status.IN_PROGRESS;
+        m.token++;
+        m.attempts++;
+        m.status = Status.IN_PROGRESS;
+        m.leaseUntil = now.plus(LEASE);
+        m.expiresAt = later(m.expiresAt, now.plus(RETENTION));
+        expectAcquired(claim, s, m, takeover);
+      }
+    }
+
+    void expectAcquired(Claim claim, ClaimStep s, ModelRecord m, boolean takeover) {
+      assertThat(claim).isInstanceOf(Claim.Acquired.class);
+      Claim.Acquired acquired = (Claim.Acquired) claim;
+      assertThat(acquired.token()).isEqualTo(m.token);
+      assertThat(acquired.takeover()).isEqualTo(takeover);
+      assertThat(acquired.attempt()).isEqualTo(m.attempts);
+      assertThat(acquired.leaseUntil()).isEqualTo(m.leaseUntil);
+      if (m.attempts == 1) {
+        m.checkpoint = null;
+      }
+      assertThat(acquired.checkpoint() == null ? null : acquired.checkpoint().name())
+          .isEqualTo(m.checkpoint);
+      held[s.worker()][s.key()] = acquired.token();
+    }
+
+    /** A write by {@code worker}: succeeds exactly when the model says the worker still owns the key. */
+    void write(int worker, int k, Runnable call, java.util.function.Consumer<ModelRecord> effect) {
+      ModelRecord m = model.get(k);
+      boolean owns = m != null && m.status == Status.IN_PROGRESS && m.token == held[worker][k];
+      Optional<IdempotencyRecord> before = store.find(key(k));
+      try {
+        call.run();
+        assertThat(owns).as("store accepted a write the model refuses (stale token)").isTrue();
+        effect.accept(m);
+      } catch (LeaseLostException e) {
+        assertThat(owns).as("store refused a write from the owner").isFalse();
+        assertThat(store.find(key(k))).as("a refused write changes nothing").isEqualTo(before);
+      }
+    }
+
+    void checkRecord(int k) {
+      ModelRecord m = model.get(k);
+      Optional<IdempotencyRecord> found = store.find(key(k));
+      if (m == null) {
+        assertThat(found).as("record of k%s", k).isEmpty();
+        return;
+      }
+      assertThat(found).as("record of k%s", k).isPresent();
+      IdempotencyRecord r = found.get();
+      assertThat(r.status()).isEqualTo(m.status);
+      assertThat(r.token()).isEqualTo(m.token);
+      assertThat(r.fingerprint()).isEqualTo(FINGERPRINTS[m.fingerprint]);
+      assertThat(r.leaseUntil()).isEqualTo(m.leaseUntil);
+      assertThat(r.expiresAt()).isEqualTo(m.expiresAt);
+      assertThat(r.attempts()).isEqualTo(m.attempts);
+      assertThat(r.checkpoint() == null ? null : r.checkpoint().name()).isEqualTo(m.checkpoint);
+      if (m.status == Status.COMPLETED) {
+        assertThat(new String(r.outcome().body(), StandardCharsets.UTF_8)).isEqualTo(m.outcome);
+      }
+    }
+
+    void checkOneLiveOwner(int k) {
+      Optional<IdempotencyRecord> r = store.find(key(k));
+      int owners = 0;
+      for (int w = 0; w < WORKERS; w++) {
+        if (r.isPresent() && r.get().isLeaseLive(clock.instant()) && held[w][k] == r.get().token()) {
+          owners++;
+        }
+      }
+      assertThat(owners).as("live owners of k%s", k).isLessThanOrEqualTo(1);
+    }
+  }
+
+  private static Outcome text(String s) {
+    return Outcome.success("text/plain", s.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static Instant later(Instant a, Instant b) {
+    return a.isAfter(b) ? a : b;
+  }
+}
