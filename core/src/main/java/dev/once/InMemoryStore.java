@@ -29,6 +29,12 @@ public final class InMemoryStore implements IdempotencyStore {
   @Override
   public Claim claim(ClaimRequest request) {
     Objects.requireNonNull(request, "request");
+    // Answers that change nothing (replay, mismatch, live lease) are read without locking the
+    // key: records are immutable, so the read is a consistent snapshot and duplicates scale.
+    Claim unchanged = readOnlyAnswer(records.get(request.key()), request);
+    if (unchanged != null) {
+      return unchanged;
+    }
     Claim[] answer = new Claim[1];
     records.compute(request.key(), (key, current) -> {
       ClaimRules.Decision decision = ClaimRules.decide(current, request);
@@ -36,6 +42,22 @@ public final class InMemoryStore implements IdempotencyStore {
       return decision.next() == null ? current : decision.next();
     });
     return answer[0];
+  }
+
+  private static Claim readOnlyAnswer(IdempotencyRecord current, ClaimRequest request) {
+    if (current == null || current.isExpired(request.now())) {
+      return null;
+    }
+    if (!current.fingerprint().equals(request.fingerprint())) {
+      return new Claim.Mismatch();
+    }
+    if (current.status() == Status.COMPLETED) {
+      return new Claim.Replay(current.outcome(), current.token());
+    }
+    if (current.isLeaseLive(request.now())) {
+      return new Claim.InProgress(current.leaseUntil());
+    }
+    return null;
   }
 
   @Override

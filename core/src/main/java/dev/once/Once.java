@@ -1,6 +1,7 @@
 package dev.once;
 
 import dev.once.internal.Execution;
+import dev.once.internal.NoListener;
 import dev.once.spi.IdempotencyStore;
 import java.time.Clock;
 import java.time.Duration;
@@ -73,6 +74,11 @@ public final class Once {
     }).replayed();
   }
 
+  /** The settings this instance was built with. */
+  public Config config() {
+    return config;
+  }
+
   /** The store this instance works on. */
   public IdempotencyStore store() {
     return config.store();
@@ -127,7 +133,7 @@ public final class Once {
     private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
     private Clock clock = Clock.systemUTC();
     private Sleeper sleeper = Sleeper.SYSTEM;
-    private OnceListener listener = new OnceListener() {};
+    private OnceListener listener = NoListener.INSTANCE;
     private Scheduler heartbeat;
 
     private Builder(IdempotencyStore store) {

@@ -196,6 +196,9 @@ public final class Execution {
   }
 
   static void notify(OnceListener listener, java.util.function.Consumer<OnceListener> event) {
+    if (listener == NoListener.INSTANCE) {
+      return;
+    }
     try {
       event.accept(listener);
     } catch (RuntimeException e) {

@@ -52,6 +52,9 @@ final class StoreCalls {
   }
 
   private <R> R timed(String operation, Supplier<R> call) {
+    if (listener == NoListener.INSTANCE) {
+      return call.get();
+    }
     long start = System.nanoTime();
     boolean ok = false;
     try {

@@ -1,0 +1,69 @@
+package dev.once.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IModelTransformer;
+import picocli.CommandLine.IParameterExceptionHandler;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import java.util.concurrent.Callable;
+
+/**
+ * The {@code once} command. Subcommands: {@code demo}, a concurrent payments scenario run with and
+ * without Once.
+ *
+ * <pre>{@code
+ * once demo --events 5000 --workers 8
+ * }</pre>
+ */
+@Command(name = "once", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
+    description = "Exactly-once effects on top of at-least-once delivery.",
+    subcommands = DemoCommand.class,
+    modelTransformer = OnceCommand.OneLineErrors.class)
+public final class OnceCommand implements Callable<Integer> {
+
+  @Spec
+  CommandSpec spec;
+
+  /** Runs the command line and exits with its exit code. */
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new OnceCommand()).execute(args));
+  }
+
+  @Override
+  public Integer call() {
+    throw new ParameterException(spec.commandLine(),
+        "missing command: try 'once demo' or 'once --help'");
+  }
+
+  /**
+   * Reports bad input as one line on stderr with exit code 2, instead of picocli's default of the
+   * message followed by the whole usage help: a user who typed {@code --workers 0} needs the reason,
+   * not 30 lines of options.
+   *
+   * <p>Installed as a model transformer because that is the one hook picocli calls with the
+   * {@link CommandLine} already attached, so that {@code new CommandLine(new OnceCommand())} in
+   * {@link #main} and in tests gets the same error handling without extra set-up.
+   */
+  static final class OneLineErrors implements IModelTransformer, IParameterExceptionHandler {
+
+    @Override
+    public CommandSpec transform(CommandSpec spec) {
+      CommandLine commandLine = spec.commandLine();
+      if (commandLine != null) {
+        commandLine.setParameterExceptionHandler(this);
+      }
+      return spec;
+    }
+
+    @Override
+    public int handleParseException(ParameterException ex, String[] args) {
+      CommandLine commandLine = ex.getCommandLine();
+      String message = String.valueOf(ex.getMessage()).replaceAll("\\R", " ").strip();
+      commandLine.getErr().println(commandLine.getCommandSpec().qualifiedName() + ": " + message);
+      commandLine.getErr().flush();
+      return commandLine.getCommandSpec().exitCodeOnInvalidInput();
+    }
+  }
+}

@@ -1,0 +1,140 @@
+package dev.once.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import picocli.CommandLine;
+
+class DemoCommandTest {
+
+  /** One in-process run of the command line, with what it printed. */
+  private record Run(int exitCode, String out, String err, DemoResult result) {}
+
+  private static Run run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine commandLine = new CommandLine(new OnceCommand());
+    commandLine.setOut(new PrintWriter(out, true));
+    commandLine.setErr(new PrintWriter(err, true));
+    int exitCode = commandLine.execute(args);
+    DemoCommand demo = commandLine.getSubcommands().get("demo").getCommand();
+    return new Run(exitCode, out.toString(), err.toString(), demo.lastResult());
+  }
+
+  @Test
+  void onceChargesEveryEventExactlyOnceWhereThePlainConsumerDoubleCharges() {
+    Run run = run("demo", "--events", "300", "--seed", "7", "--lease-ms", "40");
+
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    DemoResult.Figures without = run.result().withoutOnce();
+    DemoResult.Figures with = run.result().withOnce();
+    assertThat(without.doubleCharges()).isPositive();
+    assertThat(without.lostEvents()).isZero();
+    assertThat(with.doubleCharges()).isZero();
+    assertThat(with.lostEvents()).isZero();
+    assertThat(with.sideEffects()).isEqualTo(300);
+    assertThat(with.replayed()).isPositive();
+    assertThat(with.unacknowledged()).isZero();
+    assertThat(run.out()).contains("without Once", "with Once", "double charges", "lost events",
+        "fenced zombies", "throughput (deliveries/s)",
+        "Once: 0 double charges (without: " + without.doubleCharges() + ")");
+    assertThat(run.err()).isEmpty();
+  }
+
+  @Test
+  void crashedWorkersAreTakenOverAndPausedOnesAreFenced() {
+    Run run = run("demo", "--events", "300", "--seed", "11", "--crash-rate", "0.3",
+        "--lease-ms", "30", "--workers", "8");
+
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    DemoResult.Figures with = run.result().withOnce();
+    assertThat(with.crashes()).isEqualTo(run.result().withoutOnce().crashes()).isPositive();
+    assertThat(with.takeovers()).isPositive();
+    assertThat(with.inProgress()).isPositive();
+    // Every takeover charges again under the crashed worker's downstream key.
+    assertThat(with.gatewayDeduplicated()).isEqualTo(with.takeovers());
+    assertThat(with.fencedZombies()).isPositive();
+    assertThat(with.zombieWritesAccepted()).isZero();
+    assertThat(with.doubleCharges()).isZero();
+    assertThat(with.sideEffects()).isEqualTo(300);
+  }
+
+  @Test
+  void withoutDuplicatesOrCrashesNobodyDoubleCharges() {
+    Run run = run("demo", "--events", "300", "--duplicates", "0", "--crash-rate", "0");
+
+    assertThat(run.exitCode()).isZero();
+    for (DemoResult.Figures figures : new DemoResult.Figures[] {
+        run.result().withoutOnce(), run.result().withOnce()}) {
+      assertThat(figures.deliveries()).isEqualTo(300);
+      assertThat(figures.sideEffects()).isEqualTo(300);
+      assertThat(figures.doubleCharges()).isZero();
+      assertThat(figures.lostEvents()).isZero();
+    }
+  }
+
+  @Test
+  void theSameSeedGivesTheSamePlan() {
+    Run first = run("demo", "--events", "200", "--seed", "3", "--lease-ms", "20");
+    Run second = run("demo", "--events", "200", "--seed", "3", "--lease-ms", "20");
+
+    DemoResult.Figures a = first.result().withoutOnce();
+    DemoResult.Figures b = second.result().withoutOnce();
+    // Without Once every figure follows from the plan alone, not from thread timing.
+    assertThat(b.deliveries()).isEqualTo(a.deliveries());
+    assertThat(b.crashes()).isEqualTo(a.crashes());
+    assertThat(b.doubleCharges()).isEqualTo(a.doubleCharges());
+    assertThat(second.result().withOnce().crashes()).isEqualTo(first.result().withOnce().crashes());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {
+      "--duplicates=1.5", "--duplicates=-0.1", "--crash-rate=2", "--crash-rate=NaN",
+      "--workers=0", "--workers=1000", "--events=0", "--events=abc", "--lease-ms=0",
+      "--store=redis://x", "--no-such-option"})
+  void badOptionsAreOneLineErrorsWithExitCode2(String option) {
+    Run run = run("demo", option);
+
+    assertThat(run.exitCode()).isEqualTo(2);
+    assertThat(run.out()).isEmpty();
+    assertThat(run.err()).startsWith("once demo: ").endsWith(System.lineSeparator());
+    assertThat(run.err().strip()).doesNotContain("\n", "\r", "Exception", "\tat ");
+    assertThat(run.result()).isNull();
+  }
+
+  @Test
+  void anUnsupportedStoreNamesTheOneThatIs() {
+    Run run = run("demo", "--store", "redis://x");
+
+    assertThat(run.err().strip()).isEqualTo(
+        "once demo: unsupported store URI 'redis://x', this build supports memory:");
+  }
+
+  @Test
+  void helpAndVersionExitZero() {
+    Run top = run("--help");
+    assertThat(top.exitCode()).isZero();
+    assertThat(top.out()).contains("Usage: once", "demo");
+
+    Run demo = run("demo", "--help");
+    assertThat(demo.exitCode()).isZero();
+    assertThat(demo.out()).contains("--events", "--duplicates", "--crash-rate", "--workers",
+        "--seed", "--lease-ms", "--store");
+
+    Run version = run("--version");
+    assertThat(version.exitCode()).isZero();
+    assertThat(version.out()).contains("0.1.0-SNAPSHOT");
+  }
+
+  @Test
+  void noCommandIsAUsageError() {
+    Run run = run();
+
+    assertThat(run.exitCode()).isEqualTo(2);
+    assertThat(run.err().strip()).startsWith("once: ").doesNotContain("\n");
+  }
+}
