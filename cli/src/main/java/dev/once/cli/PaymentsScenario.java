@@ -231,7 +231,7 @@ final class PaymentsScenario {
             Codecs.utf8().encode(zombie.chargeId()));
         try {
           once.store().complete(key, zombie.token(), outcome, once.clock().instant(),
-              Once.Builder.DEFAULT_RETENTION);
+              once.config().retention());
           zombieWritesAccepted.increment();
         } catch (LeaseLostException fenced) {
           fencedZombies.increment();
