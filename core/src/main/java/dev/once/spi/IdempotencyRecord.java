@@ -12,7 +12,8 @@ import java.util.Objects;
  * @param key         the key
  * @param status      where the record is in the state machine
  * @param fingerprint the fingerprint of the request that claimed the key
- * @param token       the fencing token: 1 at the first claim, +1 at every takeover or retry
+ * @param token       the fencing token: {@link ClaimRules#firstToken} at the first claim, +1 at
+ *                    every takeover or retry
  * @param leaseUntil  until when the IN_PROGRESS claim is honoured
  * @param attempts    how many times the logic was started for this key
  * @param checkpoint  the last checkpoint, or null

@@ -19,7 +19,10 @@ import java.util.Optional;
  *       check-then-insert.
  *   <li>Every write after the claim is conditional on the fencing token and on the record being
  *       IN_PROGRESS; a stale token throws {@link LeaseLostException} and changes nothing.
- *   <li>Time comes from the caller's {@code now}, never the store's clock.
+ *   <li>Time comes from the caller's {@code now}, never the store's clock. A store that keeps
+ *       time coarser than nanoseconds floors every instant (never rounds up), so that
+ *       {@code now < leaseUntil} and {@code now < expiresAt} decide the same as with exact
+ *       instants; the microsecond is the coarsest precision allowed.
  *   <li>Transient trouble (connection loss, lock timeout, serialization failure) throws
  *       {@link StoreUnavailableException}; nothing is half-written.
  * </ul>
@@ -78,7 +81,8 @@ public interface IdempotencyStore extends AutoCloseable {
   /**
    * Deletes up to {@code limit} records whose expiry is at or before {@code now}.
    *
-   * @return how many were deleted; fewer than {@code limit} means none are left
+   * @return how many were deleted; fewer than {@code limit} means none are left, except for rows
+   *     a store skipped because a claim held them at that moment (a later pass gets them)
    */
   int purgeExpired(Instant now, int limit);
 

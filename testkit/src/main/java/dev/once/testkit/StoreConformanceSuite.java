@@ -51,7 +51,7 @@ import org.junit.jupiter.api.Test;
  *
  * <pre>{@code
  * class PostgresStoreConformanceTest extends StoreConformanceSuite {
- *   protected IdempotencyStore newStore() { return JdbcStore.postgres(dataSource); }
+ *   protected IdempotencyStore newStore() { return JdbcStore.builder(dataSource).build(); }
  * }
  * }</pre>
  *

@@ -1,0 +1,232 @@
+package dev.once.jdbc;
+
+import dev.once.Checkpoint;
+import dev.once.IdempotencyKey;
+import dev.once.StoreUnavailableException;
+import dev.once.jdbc.internal.Dialect;
+import dev.once.jdbc.internal.JdbcEngine;
+import dev.once.jdbc.internal.SqliteFiles;
+import dev.once.jdbc.internal.TableName;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import javax.sql.DataSource;
+
+/**
+ * An {@link IdempotencyStore} in a relational database, over any {@link DataSource} (a pool such as
+ * HikariCP in production). PostgreSQL, MariaDB/MySQL and SQLite; see {@link JdbcDialect}.
+ *
+ * <p>Why a relational store: the records then live next to the business data, with the database's
+ * durability and backups. A claim is one atomic step: an {@code INSERT} that only succeeds for a
+ * new key (one round trip), and only on conflict a locked read, the decision of
+ * {@link dev.once.spi.ClaimRules#decide} and an update, in one short transaction. Every later write
+ * is one conditional {@code UPDATE} on the fencing token.
+ *
+ * <pre>{@code
+ * JdbcStore store = JdbcStore.builder(dataSource)      // dialect detected from the driver
+ *     .table("once_records")
+ *     .build();
+ * store.createSchema();                                // or apply JdbcDialect.schema(table) yourself
+ * }</pre>
+ *
+ * <p>The store never creates tables on its own: call {@link #createSchema()} or run the DDL of
+ * {@link JdbcDialect#schema(String)} with your migrations. Times are stored as epoch microseconds
+ * (instants are floored to the microsecond). Every database error becomes a
+ * {@link StoreUnavailableException}; deadlocks and serialization failures are retried a few times
+ * first. Thread-safe. Closing the store leaves the caller's DataSource open.
+ */
+public final class JdbcStore implements IdempotencyStore {
+
+  /** The table name used unless {@link Builder#table} says otherwise. */
+  public static final String DEFAULT_TABLE = "once_records";
+
+  private final JdbcDialect dialect;
+  private final String table;
+  private final int maxPayloadBytes;
+  private final JdbcEngine engine;
+
+  private JdbcStore(JdbcDialect dialect, TableName table, DataSource dataSource,
+      int maxPayloadBytes) {
+    this.dialect = dialect;
+    this.table = table.qualified();
+    this.maxPayloadBytes = maxPayloadBytes;
+    this.engine = new JdbcEngine(dataSource, Dialect.of(dialect, table));
+  }
+
+  /** Starts a store over {@code dataSource}. */
+  public static Builder builder(DataSource dataSource) {
+    return new Builder(dataSource);
+  }
+
+  /**
+   * A store in the SQLite file {@code file} (created if missing), table {@value #DEFAULT_TABLE},
+   * over {@link #sqliteDataSource(Path)}. Call {@link #createSchema()} once before use. Needs
+   * {@code org.xerial:sqlite-jdbc} on the classpath.
+   */
+  public static JdbcStore sqlite(Path file) {
+    return builder(sqliteDataSource(file)).dialect(JdbcDialect.SQLITE).build();
+  }
+
+  /**
+   * A DataSource over the SQLite file {@code file} configured as the store needs it: WAL journal
+   * (readers never block the writer), a 5 s busy timeout (writers queue for the lock instead of
+   * failing), synchronous=FULL. Each {@code getConnection()} opens the file; wrap it in a pool for
+   * high throughput. Needs {@code org.xerial:sqlite-jdbc} on the classpath.
+   */
+  public static DataSource sqliteDataSource(Path file) {
+    return SqliteFiles.dataSource(Objects.requireNonNull(file, "file"));
+  }
+
+  /** Configures a {@link JdbcStore}. */
+  public static final class Builder {
+    private final DataSource dataSource;
+    private JdbcDialect dialect;
+    private String table = DEFAULT_TABLE;
+    private Integer maxPayloadBytes;
+
+    private Builder(DataSource dataSource) {
+      this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    }
+
+    /** The database's dialect; without it {@link #build()} asks the database. */
+    public Builder dialect(JdbcDialect dialect) {
+      this.dialect = Objects.requireNonNull(dialect, "dialect");
+      return this;
+    }
+
+    /**
+     * The table, default {@value JdbcStore#DEFAULT_TABLE}: an unquoted identifier
+     * ({@code [A-Za-z_][A-Za-z0-9_]*}, at most 40 characters), optionally {@code schema.table}
+     * (not for SQLite). It is spliced into SQL, so anything else is rejected.
+     *
+     * @throws IllegalArgumentException if the name is not such an identifier
+     */
+    public Builder table(String table) {
+      TableName.of(table);
+      this.table = table;
+      return this;
+    }
+
+    /**
+     * The largest outcome or checkpoint body the store accepts (default
+     * {@link JdbcDialect#defaultMaxPayloadBytes()}). {@code Once} refuses larger payloads with
+     * {@code PayloadTooLargeException} before they reach the database. For MariaDB/MySQL keep it
+     * under half the server's {@code max_allowed_packet}.
+     */
+    public Builder maxPayloadBytes(int bytes) {
+      if (bytes <= 0) {
+        throw new IllegalArgumentException("maxPayloadBytes must be positive, was " + bytes);
+      }
+      this.maxPayloadBytes = bytes;
+      return this;
+    }
+
+    /**
+     * The store. Detects the dialect (one connection) when none was given; applies no DDL.
+     *
+     * @throws StoreUnavailableException if the dialect must be detected and no connection can be
+     *                                   made
+     * @throws IllegalArgumentException  if the table name does not suit the dialect
+     */
+    public JdbcStore build() {
+      JdbcDialect d = dialect != null ? dialect : JdbcDialect.detect(dataSource);
+      TableName name = d.validate(table);
+      return new JdbcStore(d, name, dataSource,
+          maxPayloadBytes != null ? maxPayloadBytes : d.defaultMaxPayloadBytes());
+    }
+  }
+
+  /** The dialect this store speaks. */
+  public JdbcDialect dialect() {
+    return dialect;
+  }
+
+  /** The table this store uses. */
+  public String table() {
+    return table;
+  }
+
+  /**
+   * Creates the table and its indexes if they do not exist ({@link JdbcDialect#schema(String)}).
+   * Idempotent; safe to call at every start. Never called implicitly.
+   *
+   * @throws StoreUnavailableException if the DDL fails (permissions, connection)
+   */
+  public void createSchema() {
+    engine.createSchema();
+  }
+
+  @Override
+  public Claim claim(ClaimRequest request) {
+    return engine.claim(request);
+  }
+
+  /**
+   * Claims a batch in one transaction. PostgreSQL inserts every new key with one statement and
+   * locks the existing ones with another; the others lock key by key. Rows are locked in key order
+   * so concurrent batches do not deadlock; answers come in request order, and a key requested twice
+   * is answered in order (the second sees the first's claim).
+   */
+  @Override
+  public List<Claim> claimAll(List<ClaimRequest> requests) {
+    return engine.claimAll(requests);
+  }
+
+  @Override
+  public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
+      Duration retention) {
+    engine.complete(key, token, outcome, now, retention);
+  }
+
+  @Override
+  public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    engine.fail(key, token, error, now, retention);
+  }
+
+  @Override
+  public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+    return engine.extend(key, token, now, lease);
+  }
+
+  @Override
+  public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+    engine.checkpoint(key, token, checkpoint, now);
+  }
+
+  @Override
+  public Optional<IdempotencyRecord> find(IdempotencyKey key) {
+    return engine.find(key);
+  }
+
+  @Override
+  public int purgeExpired(Instant now, int limit) {
+    return engine.purgeExpired(now, limit);
+  }
+
+  @Override
+  public int reapExpiredLeases(Instant now, int limit) {
+    return engine.reapExpiredLeases(now, limit);
+  }
+
+  @Override
+  public int maxPayloadBytes() {
+    return maxPayloadBytes;
+  }
+
+  /** Leaves the DataSource open: it belongs to the caller. */
+  @Override
+  public void close() {}
+
+  @Override
+  public String toString() {
+    return "JdbcStore[" + dialect + ", " + table + "]";
+  }
+}

@@ -1,0 +1,458 @@
+package dev.once.jdbc.internal;
+
+import dev.once.Checkpoint;
+import dev.once.IdempotencyKey;
+import dev.once.LeaseLostException;
+import dev.once.StoreUnavailableException;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.ClaimRules;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.Outcome;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+
+/**
+ * The JDBC store's algorithm, the same for every dialect.
+ *
+ * <ul>
+ *   <li>Each operation borrows a connection, runs in autocommit unless it needs a transaction, and
+ *       returns the connection as it found it (autocommit and isolation restored).
+ *   <li>A claim inserts first (one statement, one round trip when the key is new). On conflict it
+ *       reads the committed row and decides with {@link ClaimRules#decide}; only a decision that
+ *       writes locks the row, decides again and updates, in one short transaction.
+ *   <li>Every write after the claim is one conditional UPDATE; no row means the lease was lost.
+ *   <li>Deadlocks, serialization failures and busy databases roll back and run again, a bounded
+ *       number of times; any other SQLException becomes a {@link StoreUnavailableException}.
+ * </ul>
+ */
+public final class JdbcEngine {
+
+  /** How many times an operation runs when it keeps meeting deadlocks or conflicts. */
+  static final int MAX_ATTEMPTS = 8;
+
+  private static final Comparator<IdempotencyKey> KEY_ORDER = Comparator
+      .comparing(IdempotencyKey::scope)
+      .thenComparing(IdempotencyKey::tenant)
+      .thenComparing(IdempotencyKey::key);
+
+  private final DataSource dataSource;
+  private final Dialect dialect;
+
+  public JdbcEngine(DataSource dataSource, Dialect dialect) {
+    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+    this.dialect = Objects.requireNonNull(dialect, "dialect");
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // claims
+
+  public Claim claim(ClaimRequest request) {
+    ClaimRequest r = normalize(Objects.requireNonNull(request, "request"));
+    return run("claim on " + r.key(), c -> () -> claimOn(c, r));
+  }
+
+  /**
+   * Insert-first, then decide. Only a decision that writes (a takeover, a retry, a new record over
+   * an expired one) locks the row; Replay, InProgress and Mismatch are answered from the committed
+   * row just read, which is exact at the instant it was read.
+   */
+  private Claim claimOn(Connection c, ClaimRequest r) throws SQLException {
+    ClaimRules.Decision fresh = ClaimRules.decide(null, r);
+    Dialect.FirstStep first = dialect.insertOrRead(c, fresh.next());
+    if (first.inserted()) {
+      return fresh.claim();
+    }
+    if (first.current() != null) {
+      ClaimRules.Decision readOnly = ClaimRules.decide(first.current(), r);
+      if (readOnly.next() == null) {
+        return readOnly.claim();
+      }
+    }
+    Claim claim = dialect.inTransaction(c, () -> {
+      IdempotencyRecord current = dialect.lockedRead(c, r.key());
+      if (current == null) {
+        return null; // deleted (purged) since the insert saw it: start over
+      }
+      ClaimRules.Decision decision = ClaimRules.decide(current, r);
+      if (decision.next() != null) {
+        replace(c, current, decision.next());
+      }
+      return decision.claim();
+    });
+    if (claim == null) {
+      throw new RetryableConflict("the record of " + r.key() + " was deleted during the claim");
+    }
+    return claim;
+  }
+
+  public List<Claim> claimAll(List<ClaimRequest> requests) {
+    Objects.requireNonNull(requests, "requests");
+    if (requests.isEmpty()) {
+      return List.of();
+    }
+    if (requests.size() == 1) {
+      return List.of(claim(requests.get(0)));
+    }
+    List<ClaimRequest> normalized = new ArrayList<>(requests.size());
+    for (ClaimRequest r : requests) {
+      normalized.add(normalize(Objects.requireNonNull(r, "request")));
+    }
+    return run("claimAll of " + normalized.size() + " keys",
+        c -> () -> dialect.inTransaction(c, () -> batch(c, normalized)));
+  }
+
+  /**
+   * A batch in one transaction. Locks are taken in key order so that concurrent batches do not
+   * deadlock; requests are answered in request order, each seeing the ones before it.
+   */
+  private List<Claim> batch(Connection c, List<ClaimRequest> requests) throws SQLException {
+    Map<IdempotencyKey, ClaimRequest> first = new LinkedHashMap<>();
+    for (ClaimRequest r : requests) {
+      first.putIfAbsent(r.key(), r);
+    }
+    List<IdempotencyKey> keys = new ArrayList<>(first.keySet());
+    keys.sort(KEY_ORDER);
+
+    Map<IdempotencyKey, IdempotencyRecord> before = new HashMap<>();
+    Set<IdempotencyKey> inserted = new HashSet<>();
+    if (dialect.batchInsertsFirst()) {
+      List<IdempotencyRecord> fresh = new ArrayList<>(keys.size());
+      for (IdempotencyKey k : keys) {
+        fresh.add(ClaimRules.decide(null, first.get(k)).next());
+      }
+      inserted.addAll(dialect.insertAll(c, fresh));
+      for (IdempotencyRecord r : fresh) {
+        if (inserted.contains(r.key())) {
+          before.put(r.key(), r);
+        }
+      }
+      List<IdempotencyKey> rest = new ArrayList<>();
+      for (IdempotencyKey k : keys) {
+        if (!inserted.contains(k)) {
+          rest.add(k);
+        }
+      }
+      if (!rest.isEmpty()) {
+        Map<IdempotencyKey, IdempotencyRecord> locked = dialect.lockAll(c, rest);
+        if (locked.size() != rest.size()) {
+          throw new RetryableConflict("a record was deleted during a batch claim");
+        }
+        before.putAll(locked);
+      }
+    } else {
+      for (IdempotencyKey k : keys) {
+        IdempotencyRecord current = dialect.lockedRead(c, k);
+        if (current != null) {
+          before.put(k, current);
+        }
+      }
+    }
+
+    Map<IdempotencyKey, IdempotencyRecord> after = new HashMap<>(before);
+    Set<IdempotencyKey> answered = new HashSet<>();
+    List<Claim> claims = new ArrayList<>(requests.size());
+    for (ClaimRequest r : requests) {
+      if (inserted.contains(r.key()) && answered.add(r.key())) {
+        // The first request for the key is the one its fresh record was made from.
+        claims.add(ClaimRules.decide(null, r).claim());
+        continue;
+      }
+      ClaimRules.Decision decision = ClaimRules.decide(after.get(r.key()), r);
+      claims.add(decision.claim());
+      if (decision.next() != null) {
+        after.put(r.key(), decision.next());
+      }
+    }
+
+    for (IdempotencyKey k : keys) {
+      IdempotencyRecord old = before.get(k);
+      IdempotencyRecord next = after.get(k);
+      if (next == old) {
+        continue;
+      }
+      if (old == null) {
+        if (!dialect.insertIfAbsent(c, next)) {
+          throw new RetryableConflict("a concurrent claim inserted " + k + " during a batch claim");
+        }
+      } else {
+        replace(c, old, next);
+      }
+    }
+    return claims;
+  }
+
+  /** Writes the successor of a record the transaction holds locked. */
+  private void replace(Connection c, IdempotencyRecord old, IdempotencyRecord next)
+      throws SQLException {
+    boolean checkpointChanged = !Objects.equals(old.checkpoint(), next.checkpoint());
+    boolean outcomeChanged = !Objects.equals(old.outcome(), next.outcome());
+    try (PreparedStatement ps =
+        c.prepareStatement(dialect.replaceSql(checkpointChanged, outcomeChanged))) {
+      int i = 1;
+      ps.setString(i++, next.status().name());
+      ps.setBytes(i++, next.fingerprint().digest());
+      ps.setLong(i++, next.token());
+      ps.setLong(i++, Micros.of(next.leaseUntil()));
+      ps.setInt(i++, next.attempts());
+      Rows.string(ps, i++, next.lastError());
+      ps.setLong(i++, Micros.of(next.createdAt()));
+      ps.setLong(i++, Micros.of(next.updatedAt()));
+      ps.setLong(i++, Micros.of(next.expiresAt()));
+      if (checkpointChanged) {
+        i = Rows.bindCheckpoint(ps, i, next);
+      }
+      if (outcomeChanged) {
+        i = Rows.bindOutcome(ps, i, next);
+      }
+      i = Rows.bindKey(ps, i, old.key());
+      ps.setLong(i, old.token());
+      int rows = ps.executeUpdate();
+      if (rows != 1) {
+        // Cannot happen while the row is locked; refuse to report a claim that was not stored.
+        throw new SQLException("the locked record of " + old.key() + " changed underneath ("
+            + rows + " rows updated)");
+      }
+    }
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // fenced writes
+
+  public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
+      Duration retention) {
+    Objects.requireNonNull(outcome, "outcome");
+    long at = micros(now);
+    long expiresAt = Micros.of(Micros.floor(now).plus(Micros.floor(retention)));
+    fenced("complete", key, token, dialect.completeSql, ps -> {
+      int i = Rows.bindOutcome(ps, 1, outcome);
+      ps.setLong(i++, at);
+      ps.setLong(i++, expiresAt);
+      return i;
+    });
+  }
+
+  public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    Objects.requireNonNull(error, "error");
+    long at = micros(now);
+    long expiresAt = Micros.of(Micros.floor(now).plus(Micros.floor(retention)));
+    fenced("fail", key, token, dialect.failSql, ps -> {
+      ps.setString(1, error);
+      ps.setLong(2, at);
+      ps.setLong(3, expiresAt);
+      return 4;
+    });
+  }
+
+  public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+    Objects.requireNonNull(lease, "lease");
+    long at = micros(now);
+    Instant leaseUntil = Micros.floor(now).plus(Micros.floor(lease));
+    long until = Micros.of(leaseUntil);
+    fenced("extend", key, token, dialect.extendSql, ps -> {
+      ps.setLong(1, until);
+      ps.setLong(2, at);
+      ps.setLong(3, until);
+      return 4;
+    });
+    return leaseUntil;
+  }
+
+  public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+    Objects.requireNonNull(checkpoint, "checkpoint");
+    long at = micros(now);
+    fenced("checkpoint", key, token, dialect.checkpointSql, ps -> {
+      Rows.string(ps, 1, checkpoint.name());
+      Rows.bytes(ps, 2, checkpoint.data());
+      ps.setLong(3, at);
+      return 4;
+    });
+  }
+
+  @FunctionalInterface
+  private interface Binder {
+    /** Binds the SET parameters; returns the index of the first WHERE parameter. */
+    int bind(PreparedStatement ps) throws SQLException;
+  }
+
+  /** One conditional UPDATE; no matching row means the caller no longer owns the key. */
+  private void fenced(String operation, IdempotencyKey key, long token, String sql,
+      Binder binder) {
+    Objects.requireNonNull(key, "key");
+    run(operation + " on " + key, c -> () -> {
+      int rows;
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        int i = Rows.bindKey(ps, binder.bind(ps), key);
+        ps.setLong(i, token);
+        rows = ps.executeUpdate();
+      }
+      if (rows == 0 && !(dialect.countsChangedRows() && stillOwned(c, key, token))) {
+        throw new LeaseLostException(key, token);
+      }
+      return null;
+    });
+  }
+
+  /** Whether the record is IN_PROGRESS under {@code token} (an UPDATE that changed nothing). */
+  private boolean stillOwned(Connection c, IdempotencyKey key, long token) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(dialect.ownedSql)) {
+      Rows.bindKey(ps, 1, key);
+      ps.setLong(4, token);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // reads and maintenance
+
+  public Optional<IdempotencyRecord> find(IdempotencyKey key) {
+    Objects.requireNonNull(key, "key");
+    return run("find on " + key, c -> () -> {
+      try (PreparedStatement ps = c.prepareStatement(dialect.findSql)) {
+        Rows.bindKey(ps, 1, key);
+        try (ResultSet rs = ps.executeQuery()) {
+          return rs.next() ? Optional.of(Rows.read(rs)) : Optional.<IdempotencyRecord>empty();
+        }
+      }
+    });
+  }
+
+  public int purgeExpired(Instant now, int limit) {
+    long at = micros(now);
+    if (limit <= 0) {
+      return 0;
+    }
+    return run("purgeExpired", c -> () -> dialect.purge(c, at, limit));
+  }
+
+  public int reapExpiredLeases(Instant now, int limit) {
+    long at = micros(now);
+    if (limit <= 0) {
+      return 0;
+    }
+    return run("reapExpiredLeases", c -> () -> dialect.reap(c, at, limit));
+  }
+
+  public void createSchema() {
+    run("createSchema of " + dialect.table, c -> () -> {
+      dialect.createSchema(c);
+      return null;
+    });
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // connections, retries, time
+
+  @FunctionalInterface
+  private interface OnConnection<T> {
+    SqlWork<T> on(Connection c);
+  }
+
+  /**
+   * Runs {@code work} on a borrowed connection in autocommit mode, again after a transient failure
+   * (at most {@link #MAX_ATTEMPTS} times), and turns any other SQLException into
+   * StoreUnavailableException.
+   */
+  private <T> T run(String operation, OnConnection<T> work) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return onConnection(work);
+      } catch (SQLException e) {
+        if (attempt < MAX_ATTEMPTS && dialect.isTransient(e)) {
+          pause(attempt, operation, e);
+          continue;
+        }
+        throw new StoreUnavailableException(operation + " failed: " + describe(e)
+            + (attempt > 1 ? " (after " + attempt + " attempts)" : ""), e);
+      }
+    }
+  }
+
+  private <T> T onConnection(OnConnection<T> work) throws SQLException {
+    Connection c = dataSource.getConnection();
+    T result;
+    try {
+      boolean autoCommit = c.getAutoCommit();
+      if (!autoCommit) {
+        c.setAutoCommit(true);
+      }
+      try {
+        result = work.on(c).run();
+      } finally {
+        if (!autoCommit) {
+          c.setAutoCommit(false);
+        }
+      }
+    } catch (Throwable t) {
+      try {
+        c.close();
+      } catch (SQLException | RuntimeException e) {
+        t.addSuppressed(e);
+      }
+      throw t;
+    }
+    try {
+      c.close();
+    } catch (SQLException | RuntimeException e) {
+      // The work committed; failing to hand the connection back does not undo it.
+    }
+    return result;
+  }
+
+  private static void pause(int attempt, String operation, SQLException cause) {
+    long maxMillis = Math.min(100, 2L << attempt);
+    try {
+      TimeUnit.MILLISECONDS.sleep(ThreadLocalRandom.current().nextLong(1, maxMillis + 1));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StoreUnavailableException(operation + " interrupted while retrying after: "
+          + describe(cause), cause);
+    }
+  }
+
+  private static String describe(SQLException e) {
+    StringBuilder s = new StringBuilder(String.valueOf(e.getMessage()));
+    if (e.getSQLState() != null) {
+      s.append(" [SQLState ").append(e.getSQLState());
+      if (e.getErrorCode() != 0) {
+        s.append(", error ").append(e.getErrorCode());
+      }
+      s.append(']');
+    }
+    return s.toString();
+  }
+
+  private static long micros(Instant now) {
+    return Micros.of(Objects.requireNonNull(now, "now"));
+  }
+
+  /** The request at microsecond precision (see {@link Micros}): what is decided is what is stored. */
+  static ClaimRequest normalize(ClaimRequest r) {
+    Instant now = Micros.floor(r.now());
+    Duration lease = Micros.floor(r.lease());
+    Duration retention = Micros.floor(r.retention());
+    if (now.equals(r.now()) && lease.equals(r.lease()) && retention.equals(r.retention())) {
+      return r;
+    }
+    return new ClaimRequest(r.key(), r.fingerprint(), now, lease, retention);
+  }
+}

@@ -1,0 +1,90 @@
+package dev.once.jdbc.internal;
+
+import dev.once.jdbc.JdbcDialect;
+import dev.once.spi.IdempotencyRecord;
+import java.sql.Connection;
+import java.sql.SQLException;
+
+/**
+ * MariaDB and MySQL (InnoDB). A claim is a plain {@code INSERT} in autocommit; a duplicate-key error
+ * (1062) means the key exists: then a plain read, and if the decision writes,
+ * {@code SELECT … FOR UPDATE}, decide, {@code UPDATE}, commit, at READ COMMITTED. Why not {@code INSERT IGNORE} (turns every error into a warning, including
+ * truncation) or {@code ON DUPLICATE KEY UPDATE} (cannot express the decision, and affected-rows
+ * counts are ambiguous). Why autocommit for the INSERT: after a duplicate-key error InnoDB keeps a
+ * shared lock on the row until the transaction ends; inside a transaction, several racers holding
+ * it and then asking for the exclusive lock deadlock one another. Why READ COMMITTED: REPEATABLE
+ * READ takes gap locks on absent keys and ranges (purge, reap), another source of deadlocks.
+ * Deadlocks (1213) and lock wait timeouts (1205) are retried a bounded number of times.
+ */
+final class MariaDbDialect extends Dialect {
+
+  private final String purgeSql;
+  private final String reapSql;
+
+  MariaDbDialect(TableName table) {
+    super(JdbcDialect.MARIADB, table);
+    String t = table.qualified();
+    purgeSql = "DELETE FROM " + t + " WHERE expires_at <= ? ORDER BY expires_at LIMIT ?";
+    reapSql = "UPDATE " + t + " SET status = 'FAILED', last_error = 'lease expired',"
+        + " updated_at = ? WHERE status = 'IN_PROGRESS' AND lease_until <= ?"
+        + " ORDER BY lease_until LIMIT ?";
+  }
+
+  @Override
+  String insertSuffix() {
+    return "";
+  }
+
+  @Override
+  boolean insertIfAbsent(Connection c, IdempotencyRecord fresh) throws SQLException {
+    try {
+      return super.insertIfAbsent(c, fresh);
+    } catch (SQLException e) {
+      if (e.getErrorCode() == 1062) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  @Override
+  <T> T inTransaction(Connection c, SqlWork<T> body) throws SQLException {
+    return readCommitted(c, () -> super.inTransaction(c, body));
+  }
+
+  /** Runs {@code work} at READ COMMITTED, restoring the connection's level afterwards. */
+  private static <T> T readCommitted(Connection c, SqlWork<T> work) throws SQLException {
+    int level = c.getTransactionIsolation();
+    if (level == Connection.TRANSACTION_READ_COMMITTED) {
+      return work.run();
+    }
+    c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+    try {
+      return work.run();
+    } finally {
+      c.setTransactionIsolation(level);
+    }
+  }
+
+  @Override
+  boolean isTransient(SQLException e) {
+    // 1213 deadlock, 1205 lock wait timeout (InnoDB rolls back the statement; we roll back all).
+    return super.isTransient(e) || e.getErrorCode() == 1213 || e.getErrorCode() == 1205
+        || "40001".equals(e.getSQLState());
+  }
+
+  @Override
+  boolean countsChangedRows() {
+    return true;
+  }
+
+  @Override
+  int purge(Connection c, long nowMicros, int limit) throws SQLException {
+    return readCommitted(c, () -> execute(c, purgeSql, nowMicros, limit));
+  }
+
+  @Override
+  int reap(Connection c, long nowMicros, int limit) throws SQLException {
+    return readCommitted(c, () -> execute(c, reapSql, nowMicros, nowMicros, limit));
+  }
+}

@@ -1,0 +1,179 @@
+package dev.once.jdbc.internal;
+
+import dev.once.IdempotencyKey;
+import dev.once.jdbc.JdbcDialect;
+import dev.once.spi.IdempotencyRecord;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * PostgreSQL. A claim is one statement in autocommit, {@code INSERT … ON CONFLICT DO NOTHING} in a
+ * CTE that also reads the existing row (one round trip for a new key and for most duplicates); a
+ * decision that writes then runs {@code SELECT … FOR UPDATE}, decide, {@code UPDATE}, commit. A batch
+ * inserts every absent key with one {@code INSERT … SELECT FROM unnest(…)} and locks the others
+ * with one {@code SELECT … ORDER BY key FOR UPDATE}.
+ */
+final class PostgresDialect extends Dialect {
+
+  private final String insertOrReadSql;
+  private final String insertAllSql;
+  private final String lockAllSql;
+  private final String purgeSql;
+  private final String reapSql;
+
+  PostgresDialect(TableName table) {
+    super(JdbcDialect.POSTGRESQL, table);
+    String t = table.qualified();
+    // One round trip for a new key and for most duplicates: the CTE inserts unless the key
+    // exists; the outer query reads the committed row in the statement's snapshot (it never sees
+    // the CTE's own insert). A row committed by a racer after the snapshot was taken is not
+    // visible: then neither flag nor row comes back, and a plain read follows.
+    insertOrReadSql = "WITH ins AS (" + insertSql + " RETURNING 1)"
+        + " SELECT EXISTS (SELECT 1 FROM ins), " + Rows.columns("r")
+        + " FROM (VALUES (1)) AS one (x) LEFT JOIN " + t + " r"
+        + " ON r.scope = ? AND r.tenant = ? AND r.idem_key = ?";
+    insertAllSql = "INSERT INTO " + t + " (scope, tenant, idem_key, status, fingerprint, token,"
+        + " lease_until, attempts, created_at, updated_at, expires_at)"
+        + " SELECT u.scope, u.tenant, u.idem_key, 'IN_PROGRESS', u.fingerprint, u.token,"
+        + " u.lease_until, 1, u.created_at, u.created_at, u.expires_at"
+        + " FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::int8[], ?::int8[],"
+        + " ?::int8[], ?::int8[])"
+        + " AS u(scope, tenant, idem_key, fingerprint, token, lease_until, created_at, expires_at)"
+        + " ON CONFLICT (scope, tenant, idem_key) DO NOTHING"
+        + " RETURNING scope, tenant, idem_key";
+    lockAllSql = "SELECT " + Rows.COLUMNS + " FROM " + t
+        + " WHERE (scope, tenant, idem_key) IN"
+        + " (SELECT * FROM unnest(?::text[], ?::text[], ?::text[]))"
+        + " ORDER BY scope, tenant, idem_key FOR UPDATE";
+    // SKIP LOCKED: a row locked by a claim is being decided right now; purge it next time.
+    purgeSql = "DELETE FROM " + t + " WHERE (scope, tenant, idem_key) IN"
+        + " (SELECT scope, tenant, idem_key FROM " + t + " WHERE expires_at <= ?"
+        + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED) AND expires_at <= ?";
+    reapSql = "UPDATE " + t + " SET status = 'FAILED', last_error = 'lease expired', updated_at = ?"
+        + " WHERE (scope, tenant, idem_key) IN"
+        + " (SELECT scope, tenant, idem_key FROM " + t
+        + " WHERE status = 'IN_PROGRESS' AND lease_until <= ?"
+        + " ORDER BY lease_until LIMIT ? FOR UPDATE SKIP LOCKED)"
+        + " AND status = 'IN_PROGRESS' AND lease_until <= ?";
+  }
+
+  @Override
+  boolean isTransient(SQLException e) {
+    String state = e.getSQLState();
+    // serialization_failure, deadlock_detected, lock_not_available
+    return super.isTransient(e)
+        || "40001".equals(state) || "40P01".equals(state) || "55P03".equals(state);
+  }
+
+  @Override
+  int purge(Connection c, long nowMicros, int limit) throws SQLException {
+    return execute(c, purgeSql, nowMicros, limit, nowMicros);
+  }
+
+  @Override
+  int reap(Connection c, long nowMicros, int limit) throws SQLException {
+    return execute(c, reapSql, nowMicros, nowMicros, limit, nowMicros);
+  }
+
+  @Override
+  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh) throws SQLException {
+    IdempotencyRecord seen;
+    try (PreparedStatement ps = c.prepareStatement(insertOrReadSql)) {
+      Rows.bindKey(ps, Rows.bindAll(ps, 1, fresh), fresh.key());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new SQLException("the claim statement returned no row");
+        }
+        if (rs.getBoolean(1)) {
+          return FirstStep.INSERTED;
+        }
+        seen = Rows.read(rs, 1);
+      }
+    }
+    return new FirstStep(false, seen != null ? seen : read(c, fresh.key()));
+  }
+
+  @Override
+  boolean batchInsertsFirst() {
+    return true;
+  }
+
+  @Override
+  Set<IdempotencyKey> insertAll(Connection c, List<IdempotencyRecord> fresh) throws SQLException {
+    int n = fresh.size();
+    String[] scopes = new String[n];
+    String[] tenants = new String[n];
+    String[] keys = new String[n];
+    byte[][] fingerprints = new byte[n][];
+    Long[] tokens = new Long[n];
+    Long[] leases = new Long[n];
+    Long[] created = new Long[n];
+    Long[] expires = new Long[n];
+    for (int i = 0; i < n; i++) {
+      IdempotencyRecord r = fresh.get(i);
+      scopes[i] = r.key().scope();
+      tenants[i] = r.key().tenant();
+      keys[i] = r.key().key();
+      fingerprints[i] = r.fingerprint().digest();
+      tokens[i] = r.token();
+      leases[i] = Micros.of(r.leaseUntil());
+      created[i] = Micros.of(r.createdAt());
+      expires[i] = Micros.of(r.expiresAt());
+    }
+    Set<IdempotencyKey> inserted = new HashSet<>();
+    try (PreparedStatement ps = c.prepareStatement(insertAllSql)) {
+      ps.setArray(1, c.createArrayOf("text", scopes));
+      ps.setArray(2, c.createArrayOf("text", tenants));
+      ps.setArray(3, c.createArrayOf("text", keys));
+      ps.setArray(4, c.createArrayOf("bytea", fingerprints));
+      ps.setArray(5, c.createArrayOf("int8", tokens));
+      ps.setArray(6, c.createArrayOf("int8", leases));
+      ps.setArray(7, c.createArrayOf("int8", created));
+      ps.setArray(8, c.createArrayOf("int8", expires));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          inserted.add(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));
+        }
+      }
+    }
+    return inserted;
+  }
+
+  @Override
+  Map<IdempotencyKey, IdempotencyRecord> lockAll(Connection c, List<IdempotencyKey> keys)
+      throws SQLException {
+    int n = keys.size();
+    String[] scopes = new String[n];
+    String[] tenants = new String[n];
+    String[] ids = new String[n];
+    for (int i = 0; i < n; i++) {
+      scopes[i] = keys.get(i).scope();
+      tenants[i] = keys.get(i).tenant();
+      ids[i] = keys.get(i).key();
+    }
+    Map<IdempotencyKey, IdempotencyRecord> records = new HashMap<>();
+    try (PreparedStatement ps = c.prepareStatement(lockAllSql)) {
+      Array a1 = c.createArrayOf("text", scopes);
+      Array a2 = c.createArrayOf("text", tenants);
+      Array a3 = c.createArrayOf("text", ids);
+      ps.setArray(1, a1);
+      ps.setArray(2, a2);
+      ps.setArray(3, a3);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          IdempotencyRecord r = Rows.read(rs);
+          records.put(r.key(), r);
+        }
+      }
+    }
+    return records;
+  }
+}

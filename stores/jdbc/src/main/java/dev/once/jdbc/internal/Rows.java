@@ -1,0 +1,124 @@
+package dev.once.jdbc.internal;
+
+import dev.once.Checkpoint;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+
+/** Maps records to and from rows. Column order is {@link #COLUMNS}. */
+final class Rows {
+
+  /** Every column, in the order {@link #read} expects. */
+  static final String COLUMNS = "scope, tenant, idem_key, status, fingerprint, token, lease_until,"
+      + " attempts, checkpoint_name, checkpoint_data, outcome_kind, outcome_media_type,"
+      + " outcome_body, last_error, created_at, updated_at, expires_at";
+
+  private static final byte[] EMPTY = new byte[0];
+
+  private Rows() {}
+
+  static IdempotencyRecord read(ResultSet rs) throws SQLException {
+    return read(rs, 0);
+  }
+
+  /** Reads {@link #COLUMNS} starting after {@code offset} leading columns; null if scope is. */
+  static IdempotencyRecord read(ResultSet rs, int offset) throws SQLException {
+    int o = offset;
+    String scope = rs.getString(o + 1);
+    if (scope == null) {
+      return null;
+    }
+    IdempotencyKey key = new IdempotencyKey(scope, rs.getString(o + 2), rs.getString(o + 3));
+    Status status = Status.valueOf(rs.getString(o + 4));
+    Fingerprint fingerprint = Fingerprint.fromDigest(rs.getBytes(o + 5));
+    long token = rs.getLong(o + 6);
+    long leaseUntil = rs.getLong(o + 7);
+    int attempts = rs.getInt(o + 8);
+    String checkpointName = rs.getString(o + 9);
+    // Some drivers (sqlite-jdbc) read an empty BLOB as NULL: the name or kind says it is there.
+    Checkpoint checkpoint = checkpointName == null ? null
+        : Checkpoint.of(checkpointName, orEmpty(rs.getBytes(o + 10)));
+    String kind = rs.getString(o + 11);
+    String mediaType = rs.getString(o + 12);
+    Outcome outcome = kind == null ? null
+        : Outcome.of(Outcome.Kind.valueOf(kind), mediaType, orEmpty(rs.getBytes(o + 13)));
+    String lastError = rs.getString(o + 14);
+    return new IdempotencyRecord(key, status, fingerprint, token, Micros.toInstant(leaseUntil),
+        attempts, checkpoint, outcome, lastError, Micros.toInstant(rs.getLong(o + 15)),
+        Micros.toInstant(rs.getLong(o + 16)), Micros.toInstant(rs.getLong(o + 17)));
+  }
+
+  /** {@link #COLUMNS}, each prefixed with {@code alias.}. */
+  static String columns(String alias) {
+    return alias + "." + COLUMNS.replace(", ", ", " + alias + ".");
+  }
+
+  /** Binds the three key columns from {@code index} on; returns the next index. */
+  static int bindKey(PreparedStatement ps, int index, IdempotencyKey key) throws SQLException {
+    ps.setString(index, key.scope());
+    ps.setString(index + 1, key.tenant());
+    ps.setString(index + 2, key.key());
+    return index + 3;
+  }
+
+  /** Binds every column of {@link #COLUMNS} from {@code index} on; returns the next index. */
+  static int bindAll(PreparedStatement ps, int index, IdempotencyRecord r) throws SQLException {
+    int i = bindKey(ps, index, r.key());
+    ps.setString(i++, r.status().name());
+    ps.setBytes(i++, r.fingerprint().digest());
+    ps.setLong(i++, r.token());
+    ps.setLong(i++, Micros.of(r.leaseUntil()));
+    ps.setInt(i++, r.attempts());
+    i = bindCheckpoint(ps, i, r);
+    i = bindOutcome(ps, i, r);
+    string(ps, i++, r.lastError());
+    ps.setLong(i++, Micros.of(r.createdAt()));
+    ps.setLong(i++, Micros.of(r.updatedAt()));
+    ps.setLong(i++, Micros.of(r.expiresAt()));
+    return i;
+  }
+
+  static int bindCheckpoint(PreparedStatement ps, int i, IdempotencyRecord r) throws SQLException {
+    Checkpoint c = r.checkpoint();
+    string(ps, i, c == null ? null : c.name());
+    bytes(ps, i + 1, c == null ? null : c.data());
+    return i + 2;
+  }
+
+  static int bindOutcome(PreparedStatement ps, int i, IdempotencyRecord r) throws SQLException {
+    return bindOutcome(ps, i, r.outcome());
+  }
+
+  static int bindOutcome(PreparedStatement ps, int i, Outcome o) throws SQLException {
+    string(ps, i, o == null ? null : o.kind().name());
+    string(ps, i + 1, o == null ? null : o.mediaType());
+    bytes(ps, i + 2, o == null ? null : o.body());
+    return i + 3;
+  }
+
+  static void string(PreparedStatement ps, int i, String s) throws SQLException {
+    if (s == null) {
+      ps.setNull(i, Types.VARCHAR);
+    } else {
+      ps.setString(i, s);
+    }
+  }
+
+  static void bytes(PreparedStatement ps, int i, byte[] b) throws SQLException {
+    if (b == null) {
+      ps.setNull(i, Types.BINARY);
+    } else {
+      ps.setBytes(i, b);
+    }
+  }
+
+  private static byte[] orEmpty(byte[] b) {
+    return b == null ? EMPTY : b;
+  }
+}

@@ -1,0 +1,74 @@
+package dev.once.jdbc.internal;
+
+import dev.once.jdbc.JdbcDialect;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * SQLite. One writer at a time: a claim is {@code INSERT … ON CONFLICT DO NOTHING} in autocommit; on
+ * conflict, a read, and if the decision writes, {@code BEGIN IMMEDIATE} (takes the write lock at
+ * once, so a read never has to be upgraded, which fails with SQLITE_BUSY however long the busy
+ * timeout), read, decide, update, commit. Connections need WAL and a busy timeout
+ * ({@code JdbcStore.sqlite(Path)} sets both).
+ */
+final class SqliteDialect extends Dialect {
+
+  private final String purgeSql;
+  private final String reapSql;
+
+  SqliteDialect(TableName table) {
+    super(JdbcDialect.SQLITE, table);
+    String t = table.qualified();
+    purgeSql = "DELETE FROM " + t + " WHERE rowid IN (SELECT rowid FROM " + t
+        + " WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)";
+    reapSql = "UPDATE " + t + " SET status = 'FAILED', last_error = 'lease expired',"
+        + " updated_at = ? WHERE rowid IN (SELECT rowid FROM " + t
+        + " WHERE status = 'IN_PROGRESS' AND lease_until <= ? ORDER BY lease_until LIMIT ?)";
+  }
+
+  @Override
+  String lockSuffix() {
+    return ""; // BEGIN IMMEDIATE already holds the database's write lock
+  }
+
+  @Override
+  String greatest() {
+    return "MAX"; // the scalar, multi-argument max()
+  }
+
+  @Override
+  <T> T inTransaction(Connection c, SqlWork<T> body) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute("BEGIN IMMEDIATE");
+      try {
+        T result = body.run();
+        s.execute("COMMIT");
+        return result;
+      } catch (Throwable t) {
+        try {
+          s.execute("ROLLBACK");
+        } catch (SQLException | RuntimeException e) {
+          t.addSuppressed(e);
+        }
+        throw t;
+      }
+    }
+  }
+
+  @Override
+  boolean isTransient(SQLException e) {
+    int primary = e.getErrorCode() & 0xFF;
+    return super.isTransient(e) || primary == 5 /* SQLITE_BUSY */ || primary == 6 /* LOCKED */;
+  }
+
+  @Override
+  int purge(Connection c, long nowMicros, int limit) throws SQLException {
+    return execute(c, purgeSql, nowMicros, limit);
+  }
+
+  @Override
+  int reap(Connection c, long nowMicros, int limit) throws SQLException {
+    return execute(c, reapSql, nowMicros, nowMicros, limit);
+  }
+}
