@@ -1,13 +1,20 @@
 package dev.once.cli;
 
+import dev.once.Maintenance;
+import dev.once.Once;
+import dev.once.StoreUnavailableException;
+import dev.once.cli.StoreUris.OpenStore;
+import dev.once.cli.StoreUris.StoreUri;
 import java.io.PrintWriter;
 import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -17,6 +24,12 @@ import picocli.CommandLine.Spec;
  * {@code once demo}: payment events delivered at least once, with duplicates and crashes between
  * charge and acknowledgement, consumed by concurrent workers without and then with Once. Prints
  * what each run charged; exits 0 when Once charged every event exactly once.
+ *
+ * <p>The records go to the store of {@code --store}, by default a SQLite file under the current
+ * directory. The demo owns its data: it creates the table if missing (on any store), purges the
+ * records whose retention passed, and keys each run under a scope of its own
+ * ({@code payments.charge.<run id>}), so that an earlier run's records in the same file never
+ * replay into a new one. The records stay for inspection until a later run purges them.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
     sortOptions = false, showDefaultValues = true,
@@ -24,11 +37,14 @@ import picocli.CommandLine.Spec;
     description = {
         "Runs a concurrent at-least-once payments scenario twice over the same seeded delivery "
             + "plan: without Once (charge on every delivery) and with Once.",
+        "Each run keys its payments under a scope of its own; its records stay in the store, "
+            + "and runs purge those older than the 24 h retention.",
         "Exit code 0 when the run with Once has no double charge and no lost event, else 1; "
-            + "2 for bad options."})
+            + "2 for bad options or a store that cannot be used."})
 final class DemoCommand implements Callable<Integer> {
 
-  static final String MEMORY_STORE = "memory:";
+  /** Pool connections beyond one per worker: purging at start, the main thread. */
+  static final int SPARE_CONNECTIONS = 4;
   static final int MAX_EVENTS = 1_000_000;
   static final int MAX_WORKERS = 256;
   static final long MIN_LEASE_MS = 10;
@@ -37,9 +53,8 @@ final class DemoCommand implements Callable<Integer> {
   @Spec
   CommandSpec spec;
 
-  @Option(names = "--store", defaultValue = MEMORY_STORE, paramLabel = "URI",
-      description = "Where Once keeps its records. This build supports memory: only.")
-  String store;
+  @Mixin
+  StoreOption store;
 
   @Option(names = "--events", defaultValue = "2000", paramLabel = "N",
       description = "Payment events to publish (1-" + MAX_EVENTS + ").")
@@ -68,21 +83,57 @@ final class DemoCommand implements Callable<Integer> {
   long leaseMs;
 
   private DemoResult lastResult;
+  private String lastScope;
 
   @Override
   public Integer call() throws InterruptedException {
-    validate();
+    StoreUri uri = validate();
+    String scope = PaymentsScenario.SCOPE + "." + runId();
     PrintWriter out = spec.commandLine().getOut();
-    out.printf(Locale.ROOT,
-        "Payments demo: %d events, %s redelivered, %s of deliveries crash between charge and ack, "
-            + "%d workers, seed %d, lease %d ms, store %s%n%n",
-        events, percent(duplicates), percent(crashRate), workers, seed, leaseMs, store);
-    out.flush();
+    // Opened before anything is printed: a store that cannot be reached is one line on stderr.
+    try (OpenStore opened = store.open(workers + SPARE_CONNECTIONS)) {
+      long purged;
+      try {
+        // The demo owns its data: it may create the table, IF NOT EXISTS, on any store.
+        opened.createSchema();
+        // Bounds the growth of a file that outlives the run, with the real clock.
+        purged = Maintenance.of(opened.store()).purgeExpired();
+      } catch (StoreUnavailableException e) {
+        throw new CommandFailure(CommandFailure.CANNOT_RUN,
+            StoreUris.cannotOpenMessage(uri, StoreUris.causeMessage(e)));
+      }
+      out.printf(Locale.ROOT,
+          "Payments demo: %d events, %s redelivered, %s of deliveries crash between charge and "
+              + "ack, %d workers, seed %d, lease %d ms, store %s%n",
+          events, percent(duplicates), percent(crashRate), workers, seed, leaseMs, uri.display());
+      out.printf(Locale.ROOT, "Records: %s, scope %s%s%n%n", opened.describe(), scope,
+          purged == 0 ? "" : " (" + purged + " expired record" + (purged == 1 ? "" : "s")
+              + " of earlier runs purged)");
+      out.flush();
 
-    DeliveryPlan plan = DeliveryPlan.generate(events, duplicates, crashRate, seed);
-    DemoResult result = new PaymentsScenario(plan, workers, Duration.ofMillis(leaseMs)).run();
-    lastResult = result;
+      DeliveryPlan plan = DeliveryPlan.generate(events, duplicates, crashRate, seed);
+      DemoResult result;
+      try {
+        result = new PaymentsScenario(plan, workers, Duration.ofMillis(leaseMs), opened.store(),
+            scope).run();
+      } catch (StoreUnavailableException e) {
+        throw new CommandFailure(CommandFailure.CANNOT_RUN, "the store at " + uri.display()
+            + " failed during the run: " + StoreUris.causeMessage(e));
+      }
+      lastResult = result;
+      lastScope = scope;
+      report(out, result);
+      if (uri.persistent()) {
+        out.printf(Locale.ROOT, "Records kept in %s under scope %s; a run after the %d h "
+                + "retention purges them.%n", where(uri), scope,
+            Once.Builder.DEFAULT_RETENTION.toHours());
+        out.flush();
+      }
+      return result.onceHeld() ? 0 : 1;
+    }
+  }
 
+  private void report(PrintWriter out, DemoResult result) {
     printTable(out, result);
     if (result.withOnce().takeovers() > 0) {
       // Without this, the lower figure reads as Once's overhead; it is mostly recovery time.
@@ -99,7 +150,16 @@ final class DemoCommand implements Callable<Integer> {
           result.withOnce().zombieWritesAccepted(), result.withOnce().unacknowledged());
       err.flush();
     }
-    return result.onceHeld() ? 0 : 1;
+  }
+
+  private static String where(StoreUri uri) {
+    return uri.file() != null ? uri.file().toString() : uri.display();
+  }
+
+  /** Eight random characters from [a-z0-9]: a scope suffix of this run's own. */
+  private static String runId() {
+    return Long.toString(ThreadLocalRandom.current().nextLong(36L * 36 * 36 * 36 * 36 * 36 * 36,
+        36L * 36 * 36 * 36 * 36 * 36 * 36 * 36), 36);
   }
 
   /** The figures of the last run, for tests; null before the first. */
@@ -107,10 +167,14 @@ final class DemoCommand implements Callable<Integer> {
     return lastResult;
   }
 
-  private void validate() {
-    if (!MEMORY_STORE.equals(store)) {
-      throw invalid("unsupported store URI '" + store + "', this build supports " + MEMORY_STORE);
-    }
+  /** The scope of the last run's keys, for tests; null before the first. */
+  String lastScope() {
+    return lastScope;
+  }
+
+  /** Checks the options; the store URI is parsed, not opened. */
+  private StoreUri validate() {
+    StoreUri uri = store.uri();
     if (events < 1 || events > MAX_EVENTS) {
       throw invalid("--events must be between 1 and " + MAX_EVENTS + ", was " + events);
     }
@@ -123,6 +187,7 @@ final class DemoCommand implements Callable<Integer> {
       throw invalid("--lease-ms must be between " + MIN_LEASE_MS + " and " + MAX_LEASE_MS
           + ", was " + leaseMs);
     }
+    return uri;
   }
 
   private void checkShare(String option, double value) {

@@ -2,10 +2,12 @@ package dev.once.cli;
 
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.IExecutionExceptionHandler;
 import picocli.CommandLine.IModelTransformer;
 import picocli.CommandLine.IParameterExceptionHandler;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
 import java.util.concurrent.Callable;
 
@@ -15,6 +17,7 @@ import java.util.concurrent.Callable;
  *
  * <pre>{@code
  * once demo --events 5000 --workers 8
+ * once demo --store postgres://app:secret@db:5432/app
  * }</pre>
  */
 @Command(name = "once", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
@@ -42,17 +45,23 @@ public final class OnceCommand implements Callable<Integer> {
    * message followed by the whole usage help: a user who typed {@code --workers 0} needs the reason,
    * not 30 lines of options.
    *
+   * <p>A {@link CommandFailure} thrown by a command (a store that cannot be reached) is reported
+   * the same way, with its exit code; any other exception is a bug and keeps picocli's default
+   * (stack trace, exit code 1).
+   *
    * <p>Installed as a model transformer because that is the one hook picocli calls with the
    * {@link CommandLine} already attached, so that {@code new CommandLine(new OnceCommand())} in
    * {@link #main} and in tests gets the same error handling without extra set-up.
    */
-  static final class OneLineErrors implements IModelTransformer, IParameterExceptionHandler {
+  static final class OneLineErrors
+      implements IModelTransformer, IParameterExceptionHandler, IExecutionExceptionHandler {
 
     @Override
     public CommandSpec transform(CommandSpec spec) {
       CommandLine commandLine = spec.commandLine();
       if (commandLine != null) {
         commandLine.setParameterExceptionHandler(this);
+        commandLine.setExecutionExceptionHandler(this);
       }
       return spec;
     }
@@ -60,10 +69,24 @@ public final class OnceCommand implements Callable<Integer> {
     @Override
     public int handleParseException(ParameterException ex, String[] args) {
       CommandLine commandLine = ex.getCommandLine();
-      String message = String.valueOf(ex.getMessage()).replaceAll("\\R", " ").strip();
-      commandLine.getErr().println(commandLine.getCommandSpec().qualifiedName() + ": " + message);
-      commandLine.getErr().flush();
+      print(commandLine, ex.getMessage());
       return commandLine.getCommandSpec().exitCodeOnInvalidInput();
+    }
+
+    @Override
+    public int handleExecutionException(Exception ex, CommandLine commandLine,
+        ParseResult parseResult) throws Exception {
+      if (ex instanceof CommandFailure failure) {
+        print(commandLine, failure.getMessage());
+        return failure.exitCode();
+      }
+      throw ex;
+    }
+
+    private static void print(CommandLine commandLine, String message) {
+      String line = String.valueOf(message).replaceAll("\\R", " ").strip();
+      commandLine.getErr().println(commandLine.getCommandSpec().qualifiedName() + ": " + line);
+      commandLine.getErr().flush();
     }
   }
 }

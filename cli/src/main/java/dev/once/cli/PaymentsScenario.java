@@ -3,7 +3,6 @@ package dev.once.cli;
 import dev.once.Codecs;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
-import dev.once.InMemoryStore;
 import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.RequestInProgressException;
@@ -11,6 +10,7 @@ import dev.once.Result;
 import dev.once.cli.Broker.Delivery;
 import dev.once.cli.DeliveryPlan.Event;
 import dev.once.cli.DeliveryPlan.Message;
+import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import java.time.Clock;
 import java.time.Duration;
@@ -38,6 +38,7 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class PaymentsScenario {
 
+  /** The scope of the payment keys; each run adds a suffix of its own ({@link DemoCommand}). */
   static final String SCOPE = "payments.charge";
 
   /** A run that has not drained by then has a bug; stop and report what is unacknowledged. */
@@ -48,15 +49,23 @@ final class PaymentsScenario {
   private final int workers;
   private final Duration lease;
   private final Duration redeliveryDelay;
+  private final IdempotencyStore store;
+  private final String scope;
 
   /**
    * @param lease the Once lease; the broker redelivers unacknowledged messages after a quarter of
    *              it, so the first redeliveries of a crashed message find its claim still leased
+   * @param store where the run with Once keeps its records; left open
+   * @param scope the scope of the payment keys: one of this run's own, so that records an earlier
+   *              run left in a persistent store never replay into this one
    */
-  PaymentsScenario(DeliveryPlan plan, int workers, Duration lease) {
+  PaymentsScenario(DeliveryPlan plan, int workers, Duration lease, IdempotencyStore store,
+      String scope) {
     this.plan = plan;
     this.workers = workers;
     this.lease = lease;
+    this.store = store;
+    this.scope = scope;
     Duration quarter = lease.dividedBy(4);
     this.redeliveryDelay = quarter.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : quarter;
   }
@@ -71,9 +80,9 @@ final class PaymentsScenario {
   }
 
   DemoResult.Figures runWithOnce() throws InterruptedException {
-    CrashSimulatingStore store = new CrashSimulatingStore(new InMemoryStore());
-    Once once = Once.builder(store).lease(lease).clock(Clock.systemUTC()).build();
-    return new Run(once, store).execute();
+    CrashSimulatingStore crashing = new CrashSimulatingStore(store);
+    Once once = Once.builder(crashing).lease(lease).clock(Clock.systemUTC()).build();
+    return new Run(once, crashing).execute();
   }
 
   /** The state of one run: its broker, gateway and counters. */
@@ -170,7 +179,7 @@ final class PaymentsScenario {
     private void chargeWithOnce(Delivery delivery) {
       Message message = delivery.message();
       Event event = plan.events().get(message.event());
-      IdempotencyKey key = IdempotencyKey.of(SCOPE, event.id());
+      IdempotencyKey key = IdempotencyKey.of(scope, event.id());
       Result<String> result;
       try {
         result = once.call(key, Fingerprint.of(event.payload()), Codecs.utf8(), attempt -> {

@@ -2,27 +2,29 @@ package dev.once.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import picocli.CommandLine;
 
+/**
+ * The scenario and the command line, on the store in memory (fast, and no file in the working
+ * directory); the persistent stores are in {@link DemoStoresTest}.
+ */
 class DemoCommandTest {
 
-  /** One in-process run of the command line, with what it printed. */
   private record Run(int exitCode, String out, String err, DemoResult result) {}
 
+  /** The demo on the store in memory, unless the arguments name another. */
   private static Run run(String... args) {
-    StringWriter out = new StringWriter();
-    StringWriter err = new StringWriter();
-    CommandLine commandLine = new CommandLine(new OnceCommand());
-    commandLine.setOut(new PrintWriter(out, true));
-    commandLine.setErr(new PrintWriter(err, true));
-    int exitCode = commandLine.execute(args);
-    DemoCommand demo = commandLine.getSubcommands().get("demo").getCommand();
-    return new Run(exitCode, out.toString(), err.toString(), demo.lastResult());
+    List<String> all = new ArrayList<>(List.of(args));
+    if (all.size() > 0 && all.get(0).equals("demo")
+        && all.stream().noneMatch(a -> a.startsWith("--store"))) {
+      all.add("--store=memory:");
+    }
+    CommandRun run = CommandRun.run(all.toArray(String[]::new));
+    return new Run(run.exitCode(), run.out(), run.err(), run.result());
   }
 
   @Test
@@ -95,7 +97,9 @@ class DemoCommandTest {
   @ValueSource(strings = {
       "--duplicates=1.5", "--duplicates=-0.1", "--crash-rate=2", "--crash-rate=NaN",
       "--workers=0", "--workers=1000", "--events=0", "--events=abc", "--lease-ms=0",
-      "--store=redis://x", "--no-such-option"})
+      "--store=redis://x", "--store=dynamodb://table", "--store=sqlite:", "--store=memory:x",
+      "--store=postgres://host", "--store=postgres://u:p@host:port/db", "--store=once.db",
+      "--no-such-option"})
   void badOptionsAreOneLineErrorsWithExitCode2(String option) {
     Run run = run("demo", option);
 
@@ -107,11 +111,23 @@ class DemoCommandTest {
   }
 
   @Test
-  void anUnsupportedStoreNamesTheOneThatIs() {
+  void anUnsupportedStoreNamesTheOnesThatAre() {
     Run run = run("demo", "--store", "redis://x");
 
-    assertThat(run.err().strip()).isEqualTo(
-        "once demo: unsupported store URI 'redis://x', this build supports memory:");
+    assertThat(run.exitCode()).isEqualTo(2);
+    assertThat(run.err().strip()).isEqualTo("once demo: store URI 'redis://x' is not supported by "
+        + "this build (supported: sqlite:PATH, memory:, postgres://..., mariadb://...)");
+  }
+
+  @Test
+  void theStoreInMemoryStillWorks() {
+    Run run = run("demo", "--store", "memory:", "--events", "200", "--lease-ms", "20");
+
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    assertThat(run.result().withOnce().doubleCharges()).isZero();
+    assertThat(run.result().withOnce().sideEffects()).isEqualTo(200);
+    assertThat(run.out()).contains("store memory:", "Records: in memory")
+        .doesNotContain("Records kept");
   }
 
   @Test
@@ -123,7 +139,8 @@ class DemoCommandTest {
     Run demo = run("demo", "--help");
     assertThat(demo.exitCode()).isZero();
     assertThat(demo.out()).contains("--events", "--duplicates", "--crash-rate", "--workers",
-        "--seed", "--lease-ms", "--store");
+        "--seed", "--lease-ms", "--store", "sqlite:./once-data/once.db", "postgres://",
+        "mariadb://");
 
     Run version = run("--version");
     assertThat(version.exitCode()).isZero();

@@ -1,0 +1,56 @@
+package dev.once.cli;
+
+import dev.once.cli.StoreUris.OpenStore;
+import dev.once.cli.StoreUris.StoreUri;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * The {@code --store URI} option of every command that uses a store ({@code @Mixin}). A URI this
+ * build cannot use is a usage error (exit 2, one line); a store that cannot be reached is a
+ * {@link CommandFailure} (exit 2, one line). See {@link StoreUris} for the syntax.
+ */
+final class StoreOption {
+
+  /** The default store: a SQLite file under the current directory. */
+  static final String DEFAULT_URI = "sqlite:./once-data/once.db";
+
+  @Spec(Spec.Target.MIXEE)
+  CommandSpec mixee;
+
+  @Option(names = "--store", defaultValue = DEFAULT_URI, paramLabel = "URI",
+      description = {
+          "Where Once keeps its records:",
+          "sqlite:PATH, a file relative to the current directory, created with its table if "
+              + "missing;",
+          "memory:, this process only;",
+          "postgres://user:pass@host:port/db;",
+          "mariadb://user:pass@host:port/db;",
+          "a jdbc:postgresql:... or jdbc:mariadb:... URL."})
+  String store = DEFAULT_URI;
+
+  /**
+   * The parsed URI; touches nothing.
+   *
+   * @throws ParameterException if it is malformed or names a store this build lacks
+   */
+  StoreUri uri() {
+    try {
+      return StoreUris.parse(store);
+    } catch (IllegalArgumentException e) {
+      throw new ParameterException(mixee.commandLine(), e.getMessage());
+    }
+  }
+
+  /**
+   * Opens the store, with a pool of {@code connections} for a server or a SQLite file.
+   *
+   * @throws ParameterException if the URI is bad
+   * @throws CommandFailure     (exit 2) if the store cannot be opened or reached
+   */
+  OpenStore open(int connections) {
+    return StoreUris.open(uri(), connections);
+  }
+}

@@ -1,0 +1,21 @@
+package dev.once.cli;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import picocli.CommandLine;
+
+/** One in-process run of the command line, with what it printed and the demo's figures. */
+record CommandRun(int exitCode, String out, String err, DemoResult result, String scope) {
+
+  static CommandRun run(String... args) {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine commandLine = new CommandLine(new OnceCommand());
+    commandLine.setOut(new PrintWriter(out, true));
+    commandLine.setErr(new PrintWriter(err, true));
+    int exitCode = commandLine.execute(args);
+    DemoCommand demo = commandLine.getSubcommands().get("demo").getCommand();
+    return new CommandRun(exitCode, out.toString(), err.toString(), demo.lastResult(),
+        demo.lastScope());
+  }
+}
