@@ -12,7 +12,7 @@ public interface Attempt {
   /**
    * A stable key to pass downstream (e.g. as a payment gateway's idempotency key), so that a
    * side effect repeated by a takeover is deduplicated there. The same for every attempt of this
-   * key: {@code once-} followed by 43 URL-safe base64 characters, 48 in all.
+   * key: {@link IdempotencyKey#downstreamKey()}.
    */
   String key();
 

@@ -1,5 +1,7 @@
 package dev.once;
 
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
 import java.util.Objects;
 
 /**
@@ -45,6 +47,27 @@ public record IdempotencyKey(String scope, String tenant, String key) {
     return new IdempotencyKey(scope, tenant, key);
   }
 
+  /**
+   * A stable key to pass downstream (a payment gateway's idempotency key, a message id), so that a
+   * side effect repeated by a takeover is deduplicated there: {@code once-} followed by 43
+   * URL-safe base64 characters of SHA-256(scope NUL tenant NUL key), 48 in all. Fits any key
+   * alphabet and length limit, and never reveals the tenant or the key.
+   */
+  public String downstreamKey() {
+    return downstream(null);
+  }
+
+  /** As {@link #downstreamKey()}, for one named step of a multi-step operation. */
+  public String downstreamKey(String step) {
+    return downstream(Objects.requireNonNull(step, "step"));
+  }
+
+  private String downstream(String step) {
+    String text = scope + '\0' + tenant + '\0' + key + (step == null ? "" : '\0' + step);
+    byte[] digest = Fingerprint.sha256().digest(text.getBytes(StandardCharsets.UTF_8));
+    return "once-" + Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+  }
+
   private static void check(String part, String value, int min, int max, boolean spaceAllowed) {
     if (value == null) {
       // A missing key must fail loudly, never hash "null" into a key that unrelated requests share.
@@ -72,7 +95,7 @@ public record IdempotencyKey(String scope, String tenant, String key) {
     return scope + "/" + tenant + "/" + key;
   }
 
-  /** Same as {@link Objects#hash} over the parts; spelled out so the record stays cheap to hash. */
+  /** Over the three parts; spelled out so the record stays cheap to hash. */
   @Override
   public int hashCode() {
     return (scope.hashCode() * 31 + tenant.hashCode()) * 31 + key.hashCode();

@@ -8,12 +8,7 @@ import dev.once.Once;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
-import java.util.Base64;
-import java.util.Objects;
 import java.util.Optional;
 
 /** The {@link Attempt} of one acquired claim. */
@@ -49,30 +44,12 @@ final class AttemptImpl implements Attempt {
 
   @Override
   public String key() {
-    return downstreamKey(key, null);
+    return key.downstreamKey();
   }
 
   @Override
   public String key(String step) {
-    Objects.requireNonNull(step, "step");
-    return downstreamKey(key, step);
-  }
-
-  /**
-   * {@code once-} + base64url(SHA-256(scope NUL tenant NUL key [NUL step])): short, safe in any
-   * downstream key alphabet, and the same for every attempt.
-   */
-  static String downstreamKey(IdempotencyKey key, String step) {
-    MessageDigest md;
-    try {
-      md = MessageDigest.getInstance("SHA-256");
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
-    String text = key.scope() + '\0' + key.tenant() + '\0' + key.key()
-        + (step == null ? "" : '\0' + step);
-    byte[] digest = md.digest(text.getBytes(StandardCharsets.UTF_8));
-    return "once-" + Base64.getUrlEncoder().withoutPadding().encodeToString(digest);
+    return key.downstreamKey(step);
   }
 
   @Override
