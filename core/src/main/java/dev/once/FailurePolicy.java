@@ -52,6 +52,11 @@ public final class FailurePolicy {
     return new FailurePolicy(List.copyOf(rules));
   }
 
+  /** Whether any rule can make a failure terminal; false for {@link #retryAll()}. */
+  public boolean hasTerminalRules() {
+    return !terminal.isEmpty();
+  }
+
   /** Whether {@code failure} is terminal. */
   public boolean isTerminal(Throwable failure) {
     for (Predicate<Throwable> rule : terminal) {

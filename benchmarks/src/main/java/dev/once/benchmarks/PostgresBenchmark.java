@@ -8,6 +8,7 @@ import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
+import dev.once.jdbc.TransactionalOnce;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -42,6 +43,8 @@ import org.openjdk.jmh.annotations.Warmup;
  *       status='completed'}, each in autocommit: two statements, two commits, no fencing.
  *   <li>{@code onceLease}: {@link Once} over {@link JdbcStore} (lease mode): claim, then complete
  *       under the fencing token; two statements, two commits.
+ *   <li>{@code onceTransactional}: {@link TransactionalOnce} on the same store: claim and completion
+ *       in one transaction; two statements, one commit.
  * </ul>
  *
  * <p>PostgreSQL runs embedded (zonky binaries) with its default durability (fsync and synchronous
@@ -70,6 +73,7 @@ public class PostgresBenchmark {
   private EmbeddedPostgres embedded;
   private HikariDataSource pool;
   private Once once;
+  private TransactionalOnce transactional;
   private final String run = UUID.randomUUID().toString().substring(0, 8);
   private final AtomicInteger threads = new AtomicInteger();
 
@@ -100,6 +104,7 @@ public class PostgresBenchmark {
           + " created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)");
     }
     once = Once.builder(store).build();
+    transactional = TransactionalOnce.builder(store).build();
   }
 
   @TearDown(Level.Trial)
@@ -150,5 +155,11 @@ public class PostgresBenchmark {
   public String onceLease(Keys keys) {
     return once.execute(IdempotencyKey.of("bench.charge", keys.next()), Fingerprint.of(PAYLOAD),
         Codecs.utf8(), attempt -> "{\"id\":\"ch_1\"}");
+  }
+
+  @Benchmark
+  public String onceTransactional(Keys keys) {
+    return transactional.execute(IdempotencyKey.of("bench.charge", keys.next()),
+        Fingerprint.of(PAYLOAD), Codecs.utf8(), tx -> "{\"id\":\"ch_1\"}");
   }
 }

@@ -144,6 +144,11 @@ public final class JdbcStore implements IdempotencyStore {
     }
   }
 
+  /** The engine, for {@link TransactionalOnce}: the same DataSource, dialect and table. */
+  JdbcEngine engine() {
+    return engine;
+  }
+
   /** The dialect this store speaks. */
   public JdbcDialect dialect() {
     return dialect;

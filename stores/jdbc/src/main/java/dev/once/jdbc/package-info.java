@@ -21,6 +21,16 @@
  * local.createSchema();
  * }</pre>
  *
+ * <p>Two execution modes share the table. <b>Lease mode</b> ({@link dev.once.Once} over a
+ * {@link dev.once.jdbc.JdbcStore}) suits logic with any side effect. <b>Transactional mode</b>
+ * ({@link dev.once.jdbc.TransactionalOnce}) commits the claim, the business SQL and the outcome in
+ * one transaction, for logic whose effects all live in this database:
+ *
+ * <pre>{@code
+ * TransactionalOnce txOnce = TransactionalOnce.builder(store).build();
+ * Receipt receipt = txOnce.execute(key, fingerprint, codec, tx -> debit(tx.connection(), event));
+ * }</pre>
+ *
  * <p>Schedule {@link dev.once.Maintenance} to purge expired records and reap expired leases. Only
  * this package is API; {@code dev.once.jdbc.internal} may change in any release.
  */

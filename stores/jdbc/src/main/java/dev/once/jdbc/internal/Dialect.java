@@ -10,6 +10,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -91,6 +92,40 @@ public abstract class Dialect {
     return replaceSql[(checkpointChanged ? 1 : 0) | (outcomeChanged ? 2 : 0)];
   }
 
+  /** Writes the successor of a record the transaction holds locked. */
+  void replace(Connection c, IdempotencyRecord old, IdempotencyRecord next)
+      throws SQLException {
+    boolean checkpointChanged = !Objects.equals(old.checkpoint(), next.checkpoint());
+    boolean outcomeChanged = !Objects.equals(old.outcome(), next.outcome());
+    try (PreparedStatement ps =
+        c.prepareStatement(replaceSql(checkpointChanged, outcomeChanged))) {
+      int i = 1;
+      ps.setString(i++, next.status().name());
+      ps.setBytes(i++, next.fingerprint().digest());
+      ps.setLong(i++, next.token());
+      ps.setLong(i++, Micros.of(next.leaseUntil()));
+      ps.setInt(i++, next.attempts());
+      Rows.string(ps, i++, next.lastError());
+      ps.setLong(i++, Micros.of(next.createdAt()));
+      ps.setLong(i++, Micros.of(next.updatedAt()));
+      ps.setLong(i++, Micros.of(next.expiresAt()));
+      if (checkpointChanged) {
+        i = Rows.bindCheckpoint(ps, i, next);
+      }
+      if (outcomeChanged) {
+        i = Rows.bindOutcome(ps, i, next);
+      }
+      i = Rows.bindKey(ps, i, old.key());
+      ps.setLong(i, old.token());
+      int rows = ps.executeUpdate();
+      if (rows != 1) {
+        // Cannot happen while the row is locked; refuse to report a claim that was not stored.
+        throw new SQLException("the locked record of " + old.key() + " changed underneath ("
+            + rows + " rows updated)");
+      }
+    }
+  }
+
   /** Appended to the by-key SELECT to lock the row for the rest of the transaction. */
   String lockSuffix() {
     return " FOR UPDATE";
@@ -163,16 +198,21 @@ public abstract class Dialect {
    */
   <T> T inTransaction(Connection c, SqlWork<T> body) throws SQLException {
     c.setAutoCommit(false);
+    T result;
     try {
-      T result = body.run();
+      result = body.run();
       c.commit();
-      return result;
     } catch (Throwable t) {
       rollbackQuietly(c, t);
+      try {
+        c.setAutoCommit(true);
+      } catch (SQLException | RuntimeException e) {
+        t.addSuppressed(e); // a dead connection: keep the first failure as the one reported
+      }
       throw t;
-    } finally {
-      c.setAutoCommit(true);
     }
+    c.setAutoCommit(true);
+    return result;
   }
 
   static void rollbackQuietly(Connection c, Throwable cause) {

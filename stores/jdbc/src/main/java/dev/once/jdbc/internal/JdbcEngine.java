@@ -61,6 +61,16 @@ public final class JdbcEngine {
     this.dialect = Objects.requireNonNull(dialect, "dialect");
   }
 
+  /** Where connections come from. */
+  public DataSource dataSource() {
+    return dataSource;
+  }
+
+  /** The SQL this engine speaks. */
+  public Dialect dialect() {
+    return dialect;
+  }
+
   // --------------------------------------------------------------------------------------------
   // claims
 
@@ -93,7 +103,7 @@ public final class JdbcEngine {
       }
       ClaimRules.Decision decision = ClaimRules.decide(current, r);
       if (decision.next() != null) {
-        replace(c, current, decision.next());
+        dialect.replace(c, current, decision.next());
       }
       return decision.claim();
     });
@@ -193,44 +203,10 @@ public final class JdbcEngine {
           throw new RetryableConflict("a concurrent claim inserted " + k + " during a batch claim");
         }
       } else {
-        replace(c, old, next);
+        dialect.replace(c, old, next);
       }
     }
     return claims;
-  }
-
-  /** Writes the successor of a record the transaction holds locked. */
-  private void replace(Connection c, IdempotencyRecord old, IdempotencyRecord next)
-      throws SQLException {
-    boolean checkpointChanged = !Objects.equals(old.checkpoint(), next.checkpoint());
-    boolean outcomeChanged = !Objects.equals(old.outcome(), next.outcome());
-    try (PreparedStatement ps =
-        c.prepareStatement(dialect.replaceSql(checkpointChanged, outcomeChanged))) {
-      int i = 1;
-      ps.setString(i++, next.status().name());
-      ps.setBytes(i++, next.fingerprint().digest());
-      ps.setLong(i++, next.token());
-      ps.setLong(i++, Micros.of(next.leaseUntil()));
-      ps.setInt(i++, next.attempts());
-      Rows.string(ps, i++, next.lastError());
-      ps.setLong(i++, Micros.of(next.createdAt()));
-      ps.setLong(i++, Micros.of(next.updatedAt()));
-      ps.setLong(i++, Micros.of(next.expiresAt()));
-      if (checkpointChanged) {
-        i = Rows.bindCheckpoint(ps, i, next);
-      }
-      if (outcomeChanged) {
-        i = Rows.bindOutcome(ps, i, next);
-      }
-      i = Rows.bindKey(ps, i, old.key());
-      ps.setLong(i, old.token());
-      int rows = ps.executeUpdate();
-      if (rows != 1) {
-        // Cannot happen while the row is locked; refuse to report a claim that was not stored.
-        throw new SQLException("the locked record of " + old.key() + " changed underneath ("
-            + rows + " rows updated)");
-      }
-    }
   }
 
   // --------------------------------------------------------------------------------------------
@@ -418,7 +394,7 @@ public final class JdbcEngine {
     return result;
   }
 
-  private static void pause(int attempt, String operation, SQLException cause) {
+  static void pause(int attempt, String operation, SQLException cause) {
     long maxMillis = Math.min(100, 2L << attempt);
     try {
       TimeUnit.MILLISECONDS.sleep(ThreadLocalRandom.current().nextLong(1, maxMillis + 1));
@@ -429,7 +405,7 @@ public final class JdbcEngine {
     }
   }
 
-  private static String describe(SQLException e) {
+  static String describe(SQLException e) {
     StringBuilder s = new StringBuilder(String.valueOf(e.getMessage()));
     if (e.getSQLState() != null) {
       s.append(" [SQLState ").append(e.getSQLState());

@@ -65,6 +65,11 @@ final class PostgresDialect extends Dialect {
         + " AND status = 'IN_PROGRESS' AND lease_until <= ?";
   }
 
+  /** The claim's first statement: insert unless present, and the committed row if not. */
+  String insertOrReadSql() {
+    return insertOrReadSql;
+  }
+
   @Override
   boolean isTransient(SQLException e) {
     String state = e.getSQLState();

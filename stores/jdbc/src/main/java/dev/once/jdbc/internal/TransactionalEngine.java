@@ -1,0 +1,549 @@
+package dev.once.jdbc.internal;
+
+import dev.once.Codec;
+import dev.once.FailurePolicy;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.KeyReusedException;
+import dev.once.OnceListener;
+import dev.once.PayloadTooLargeException;
+import dev.once.ReplayedFailureException;
+import dev.once.RequestInProgressException;
+import dev.once.Result;
+import dev.once.StoreUnavailableException;
+import dev.once.jdbc.Transaction;
+import dev.once.jdbc.TransactionalWork;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.ClaimRules;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.Outcome;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Objects;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+
+/**
+ * Transactional mode: the claim, the business SQL and the outcome commit in one database
+ * transaction, so a crash or a retryable failure leaves nothing behind and no lease is needed.
+ *
+ * <ul>
+ *   <li>Claim inside the transaction: insert first (a concurrent claim of the same key, still
+ *       uncommitted, makes the insert wait for its end, bounded by the lock wait); on conflict read
+ *       the committed record and decide with {@link ClaimRules#decide}; only a decision that writes
+ *       (takeover of a lease-mode record) locks the row, decides again and updates it.
+ *   <li>Success: {@code UPDATE … COMPLETED}, then the commit. Retryable failure: roll back
+ *       everything (our own transaction, or the caller's back to the savepoint before the claim).
+ *       Terminal failure: roll back to the savepoint after the claim and store the FAILURE outcome.
+ *   <li>Our own transactions restart after a deadlock or serialization failure met by the claim,
+ *       before the logic ran; nothing is retried once the logic ran.
+ * </ul>
+ */
+public final class TransactionalEngine {
+
+  private static final System.Logger LOG = System.getLogger("dev.once.jdbc.TransactionalOnce");
+
+  /**
+   * The lease written into the IN_PROGRESS row. Nobody else ever sees that row committed: it
+   * commits COMPLETED or not at all, so the value only matters to the row's own transaction.
+   */
+  static final Duration LEASE = Duration.ofMinutes(1);
+
+  /** Retry-After of a duplicate answered in progress because a transaction holds the key. */
+  static final Duration RETRY_AFTER = Duration.ofSeconds(1);
+
+  /**
+   * The settings of one TransactionalOnce.
+   *
+   * @param retention       how long a completed record is kept and replayed
+   * @param failurePolicy   which failures are terminal (stored) rather than retryable
+   * @param clock           where time comes from
+   * @param maxPayloadBytes the largest outcome stored
+   * @param lockWait        how long a duplicate waits for the key's row lock
+   * @param listener        who observes, or null
+   */
+  public record Settings(Duration retention, FailurePolicy failurePolicy, Clock clock,
+      int maxPayloadBytes, Duration lockWait, OnceListener listener) {}
+
+  private final DataSource dataSource;
+  private final Dialect dialect;
+  private final TxSql sql;
+  private final Settings settings;
+  private final boolean terminalPossible;
+
+  public TransactionalEngine(JdbcEngine engine, Settings settings) {
+    this.dataSource = engine.dataSource();
+    this.dialect = engine.dialect();
+    this.settings = Objects.requireNonNull(settings, "settings");
+    this.sql = TxSql.of(dialect, settings.lockWait());
+    // Without terminal rules no failure is terminal: then no savepoint after
+    // the claim is needed, which saves a round trip where it cannot ride along.
+    this.terminalPossible = settings.failurePolicy().hasTerminalRules();
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // entry points
+
+  /** Runs {@code work} in a transaction of our own on a connection of the store's DataSource. */
+  public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, TransactionalWork<T, X> work) throws X {
+    Connection c;
+    try {
+      c = dataSource.getConnection();
+    } catch (SQLException e) {
+      throw unavailable("claim on " + key, e);
+    }
+    Own scope = new Own(c);
+    try {
+      try {
+        scope.autoCommit = sql.open(c);
+      } catch (SQLException e) {
+        scope.broken = true;
+        throw unavailable("claim on " + key, e);
+      }
+      scope.after = terminalPossible ? sql.savepointName(TxSql.AFTER) : null;
+      return run(scope, key, fingerprint, codec, work);
+    } finally {
+      scope.close();
+    }
+  }
+
+  /** Runs {@code work} in the caller's ongoing transaction on {@code c}. */
+  public <T, X extends Exception> Result<T> callIn(Connection c, IdempotencyKey key,
+      Fingerprint fingerprint, Codec<T> codec, TransactionalWork<T, X> work) throws X {
+    boolean autoCommit;
+    try {
+      autoCommit = c.getAutoCommit();
+    } catch (SQLException e) {
+      throw unavailable("claim on " + key, e);
+    }
+    if (autoCommit) {
+      throw new IllegalStateException("callInTransaction joins the caller's transaction, but the"
+          + " connection is in autocommit mode: begin a transaction first (setAutoCommit(false),"
+          + " or a Spring-managed transaction), or use call(...) to run in one of our own");
+    }
+    Joined scope = new Joined(c);
+    scope.before = sql.savepointName(TxSql.BEFORE);
+    scope.after = terminalPossible ? sql.savepointName(TxSql.AFTER) : null;
+    return run(scope, key, fingerprint, codec, work);
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // the cycle
+
+  private <T, X extends Exception> Result<T> run(Scope s, IdempotencyKey key,
+      Fingerprint fingerprint, Codec<T> codec, TransactionalWork<T, X> work) throws X {
+    Claim claim;
+    for (int attempt = 1; ; attempt++) {
+      ClaimRequest request = JdbcEngine.normalize(new ClaimRequest(key, fingerprint,
+          settings.clock().instant(), LEASE, settings.retention()));
+      long started = System.nanoTime();
+      try {
+        s.begin();
+        claim = claim(s, request);
+        storeCall("claim", started, true);
+        break;
+      } catch (SQLException e) {
+        storeCall("claim", started, false);
+        s.undo(e);
+        if (sql.isLockTimeout(e) && !(s.broken && s instanceof Joined)) {
+          notify(l -> l.onInProgress(key));
+          RequestInProgressException busy =
+              new RequestInProgressException(key, request.now(), RETRY_AFTER);
+          busy.initCause(e);
+          throw busy;
+        }
+        if (!s.broken && s.mayRetry(e, attempt)) {
+          JdbcEngine.pause(attempt, "claim on " + key, e);
+          continue;
+        }
+        throw unavailable(s, "claim on " + key, e);
+      } catch (RuntimeException | Error e) {
+        storeCall("claim", started, false);
+        s.undo(e);
+        throw e;
+      }
+    }
+    if (!(claim instanceof Claim.Acquired acquired)) {
+      s.endUnchanged(key);
+      return answer(key, claim, codec);
+    }
+
+    long token = acquired.token();
+    notify(l -> l.onAcquired(key, token, acquired.takeover()));
+    long started = System.nanoTime();
+    T value;
+    try {
+      value = work.run(new Tx(s.c, key, token));
+    } catch (Throwable failure) {
+      recordFailure(s, key, token, failure);
+      throw Sneaky.rethrow(failure);
+    }
+
+    Outcome outcome;
+    try {
+      byte[] body = codec.encode(value);
+      if (body.length > settings.maxPayloadBytes()) {
+        throw new PayloadTooLargeException("outcome of " + key, body.length,
+            settings.maxPayloadBytes());
+      }
+      outcome = Outcome.success(codec.mediaType(), body);
+    } catch (RuntimeException e) {
+      // Nothing storable: roll it all back, so that the caller can fix and retry.
+      notify(l -> l.onFailed(key, token, e, false));
+      s.undo(e);
+      throw e;
+    }
+    try {
+      complete(s, key, token, outcome);
+    } catch (SQLException e) {
+      s.undo(e);
+      throw unavailable(s, "complete on " + key, e);
+    } catch (RuntimeException | Error e) {
+      s.undo(e);
+      throw e;
+    }
+    Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
+    notify(l -> l.onCompleted(key, token, elapsed));
+    return new Result<>(value, false, token);
+  }
+
+  /**
+   * Claims inside the transaction. Inserted: Acquired. Else decide on the committed record; a
+   * decision that writes, or a record not visible to this transaction's snapshot, reads it locked
+   * and decides again.
+   */
+  private Claim claim(Scope s, ClaimRequest r) throws SQLException {
+    ClaimRules.Decision fresh = ClaimRules.decide(null, r);
+    TxSql.First first = sql.insertOrRead(s.c, fresh.next(), s.before, s.after);
+    if (first.inserted()) {
+      return fresh.claim();
+    }
+    if (first.current() != null) {
+      ClaimRules.Decision readOnly = ClaimRules.decide(first.current(), r);
+      if (readOnly.next() == null) {
+        return readOnly.claim();
+      }
+    }
+    IdempotencyRecord locked = sql.lockedRead(s.c, r.key());
+    if (locked == null) {
+      throw new RetryableConflict("the record of " + r.key() + " was deleted during the claim");
+    }
+    ClaimRules.Decision decision = ClaimRules.decide(locked, r);
+    if (decision.next() != null) {
+      dialect.replace(s.c, locked, decision.next());
+      if (s.after != null) {
+        sql.savepoint(s.c, s.after);
+      }
+    }
+    return decision.claim();
+  }
+
+  private <T> Result<T> answer(IdempotencyKey key, Claim claim, Codec<T> codec) {
+    if (claim instanceof Claim.Replay replay) {
+      notify(l -> l.onReplayed(key));
+      Outcome outcome = replay.outcome();
+      if (outcome.kind() == Outcome.Kind.FAILURE) {
+        throw new ReplayedFailureException(key, outcome.failureType(), outcome.failureMessage());
+      }
+      return new Result<>(codec.decode(outcome.body()), true, replay.token());
+    }
+    if (claim instanceof Claim.Mismatch) {
+      notify(l -> l.onMismatch(key));
+      throw new KeyReusedException(key);
+    }
+    Claim.InProgress inProgress = (Claim.InProgress) claim;
+    notify(l -> l.onInProgress(key));
+    Duration retryAfter = Duration.between(settings.clock().instant(), inProgress.leaseUntil());
+    throw new RequestInProgressException(key, inProgress.leaseUntil(),
+        retryAfter.isNegative() ? Duration.ZERO : retryAfter);
+  }
+
+  private void complete(Scope s, IdempotencyKey key, long token, Outcome outcome)
+      throws SQLException {
+    Instant now = Micros.floor(settings.clock().instant());
+    long expiresAt = Micros.of(now.plus(Micros.floor(settings.retention())));
+    long started = System.nanoTime();
+    boolean ok = false;
+    try {
+      int rows = sql.complete(s.c, key, token, outcome, Micros.of(now), expiresAt,
+          s.before, s instanceof Own);
+      if (rows == 1) {
+        s.ended();
+      } else {
+        // Cannot happen while the transaction holds the row; never commit without the outcome.
+        throw new SQLException("the record of " + key + " is no longer IN_PROGRESS under token "
+            + token + " inside its own transaction (" + rows + " rows updated)");
+      }
+      ok = true;
+    } finally {
+      storeCall("complete", started, ok);
+    }
+  }
+
+  /** A failure of the logic: terminal ones are stored, the rest roll everything back. */
+  private void recordFailure(Scope s, IdempotencyKey key, long token, Throwable failure) {
+    boolean terminal = s.after != null && settings.failurePolicy().isTerminal(failure);
+    notify(l -> l.onFailed(key, token, failure, terminal));
+    if (!terminal) {
+      s.undo(failure);
+      return;
+    }
+    try {
+      sql.rollbackTo(s.c, s.after); // the business writes go, the claim stays
+      complete(s, key, token, Outcome.failure(failure.getClass().getName(),
+          failure.getMessage()));
+    } catch (SQLException | RuntimeException e) {
+      // The caller's exception stays the one thrown; nothing was stored, a retry runs again.
+      s.undo(e);
+      failure.addSuppressed(e instanceof SQLException se
+          ? unavailable(s, "storing the terminal failure of " + key, se) : e);
+    }
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // where the transaction comes from
+
+  /** The transaction the cycle runs in, and how it ends. */
+  private abstract class Scope {
+    final Connection c;
+    /** Savepoint before the claim (the caller's transaction only). */
+    String before;
+    /** Savepoint after the claim, when a terminal failure is possible. */
+    String after;
+    /** The connection's state is unknown: it must not be reused as is. */
+    boolean broken;
+
+    Scope(Connection c) {
+      this.c = c;
+    }
+
+    /** Starts (again) what the claim runs in. */
+    abstract void begin() throws SQLException;
+
+    /** Rolls back everything the cycle did; a failure to do so is added to {@code cause}. */
+    abstract void undo(Throwable cause);
+
+    /** Ends a cycle that wrote nothing (replay, in progress, mismatch). */
+    abstract void endUnchanged(IdempotencyKey key);
+
+    /** Whether a claim that failed with {@code e} may run again. */
+    abstract boolean mayRetry(SQLException e, int attempt);
+
+    /** The completion committed (or released) what the cycle did. */
+    void ended() {}
+  }
+
+  /** A transaction of our own, on a connection borrowed from the DataSource. */
+  private final class Own extends Scope {
+    boolean autoCommit;
+    /** Begun and neither committed nor rolled back. */
+    boolean open;
+
+    Own(Connection c) {
+      super(c);
+    }
+
+    @Override
+    void begin() throws SQLException {
+      open = true;
+      sql.begin(c);
+    }
+
+    @Override
+    void undo(Throwable cause) {
+      open = false;
+      try {
+        sql.rollback(c);
+      } catch (SQLException | RuntimeException e) {
+        broken = true;
+        cause.addSuppressed(e);
+      }
+    }
+
+    @Override
+    void endUnchanged(IdempotencyKey key) {
+      open = false;
+      try {
+        sql.rollback(c);
+      } catch (SQLException | RuntimeException e) {
+        broken = true; // the answer was read from committed data and stands
+        LOG.log(System.Logger.Level.DEBUG, "rolling back the read-only claim of " + key, e);
+      }
+    }
+
+    @Override
+    void ended() {
+      open = false;
+    }
+
+    @Override
+    boolean mayRetry(SQLException e, int attempt) {
+      return attempt < JdbcEngine.MAX_ATTEMPTS && sql.isTransient(e);
+    }
+
+    /** Restores the connection unless its state is unknown, and hands it back. */
+    void close() {
+      if (open) {
+        // Only an unforeseen throwable gets here: never let restoring autocommit commit it.
+        try {
+          sql.rollback(c);
+        } catch (SQLException | RuntimeException e) {
+          broken = true;
+        }
+      }
+      if (!broken) {
+        try {
+          sql.close(c, autoCommit);
+        } catch (SQLException | RuntimeException e) {
+          LOG.log(System.Logger.Level.DEBUG, "restoring a connection failed", e);
+        }
+      }
+      try {
+        c.close(); // a pool rolls back whatever a broken cycle left open
+      } catch (SQLException | RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "closing a connection failed", e);
+      }
+    }
+  }
+
+  /** The caller's transaction: savepoints instead of commit and rollback. */
+  private final class Joined extends Scope {
+    Joined(Connection c) {
+      super(c);
+    }
+
+    @Override
+    void begin() {}
+
+    @Override
+    void undo(Throwable cause) {
+      try {
+        sql.undo(c, before);
+      } catch (SQLException | RuntimeException e) {
+        broken = true;
+        cause.addSuppressed(e);
+      }
+    }
+
+    @Override
+    void endUnchanged(IdempotencyKey key) {
+      try {
+        sql.release(c, before);
+      } catch (SQLException e) {
+        throw unavailable("claim on " + key, e);
+      }
+    }
+
+    @Override
+    boolean mayRetry(SQLException e, int attempt) {
+      // Only our own conflict: a deadlock may have rolled back the caller's whole transaction.
+      return attempt < JdbcEngine.MAX_ATTEMPTS && e instanceof RetryableConflict;
+    }
+  }
+
+  // ----------------------------------------------------------------------------------------------
+
+  /** What the logic sees. */
+  private static final class Tx implements Transaction {
+    private final Connection connection;
+    private final IdempotencyKey key;
+    private final long token;
+    private String downstreamKey;
+
+    Tx(Connection connection, IdempotencyKey key, long token) {
+      this.connection = connection;
+      this.key = key;
+      this.token = token;
+    }
+
+    @Override
+    public Connection connection() {
+      return connection;
+    }
+
+    @Override
+    public IdempotencyKey idempotencyKey() {
+      return key;
+    }
+
+    @Override
+    public String key() {
+      String k = downstreamKey;
+      if (k == null) {
+        k = key.downstreamKey();
+        downstreamKey = k;
+      }
+      return k;
+    }
+
+    @Override
+    public long token() {
+      return token;
+    }
+
+    @Override
+    public String toString() {
+      return "Transaction[" + key + ", token " + token + "]";
+    }
+  }
+
+  private static StoreUnavailableException unavailable(String operation, SQLException e) {
+    return new StoreUnavailableException(operation + " failed: " + JdbcEngine.describe(e), e);
+  }
+
+  /** A failure inside the cycle, after which {@code s} was rolled back. */
+  private static StoreUnavailableException unavailable(Scope s, String operation,
+      SQLException e) {
+    String state = String.valueOf(e.getSQLState());
+    boolean lost = state.startsWith("08") || state.startsWith("57P") || s.broken;
+    String what = s instanceof Joined
+        ? "; rolled back to before the claim, the caller's transaction "
+            + (lost ? "is lost" : "goes on")
+        : lost ? "; the connection was lost: the transaction rolled back, unless the loss came"
+            + " during the commit (then a retry replays the outcome)"
+        : "; the transaction was rolled back";
+    return new StoreUnavailableException(operation + " failed: " + JdbcEngine.describe(e) + what,
+        e);
+  }
+
+  private void storeCall(String operation, long startedNanos, boolean ok) {
+    if (settings.listener() != null) {
+      Duration elapsed = Duration.ofNanos(System.nanoTime() - startedNanos);
+      notify(l -> l.onStoreCall(operation, elapsed, ok));
+    }
+  }
+
+  private void notify(Consumer<OnceListener> event) {
+    OnceListener listener = settings.listener();
+    if (listener == null) {
+      return;
+    }
+    try {
+      event.accept(listener);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "OnceListener threw; ignored", e);
+    }
+  }
+
+  /**
+   * Rethrows what the logic threw, unwrapped: only its declared {@code X}, unchecked exceptions
+   * and errors can arrive here, so the caller's {@code throws X} stays truthful.
+   */
+  private static final class Sneaky {
+    private Sneaky() {}
+
+    static RuntimeException rethrow(Throwable t) {
+      throw Sneaky.<RuntimeException>sneak(t);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> E sneak(Throwable t) throws E {
+      throw (E) t;
+    }
+  }
+}
