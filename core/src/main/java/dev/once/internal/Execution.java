@@ -7,7 +7,6 @@ import dev.once.KeyReusedException;
 import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.OnceListener;
-import dev.once.PayloadTooLargeException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
@@ -107,12 +106,7 @@ public final class Execution {
 
     Outcome outcome;
     try {
-      byte[] body = codec.encode(value);
-      if (body.length > config.maxPayloadBytes()) {
-        throw new PayloadTooLargeException("outcome of " + key, body.length,
-            config.maxPayloadBytes());
-      }
-      outcome = Outcome.success(codec.mediaType(), body);
+      outcome = Outcome.encode(codec, value, config.maxPayloadBytes(), key);
     } catch (RuntimeException e) {
       // Nothing storable: release the claim as retryable, so the caller can fix and retry.
       recordRetryable(key, acquired.token(), e);
@@ -138,8 +132,8 @@ public final class Execution {
     notify(l -> l.onFailed(key, token, failure, terminal));
     try {
       if (terminal) {
-        Outcome outcome = Outcome.failure(failure.getClass().getName(), failure.getMessage());
-        store.complete(key, token, outcome, config.clock().instant(), config.retention());
+        store.complete(key, token, Outcome.failure(failure), config.clock().instant(),
+            config.retention());
       } else {
         store.fail(key, token, describe(failure), config.clock().instant(), config.retention());
       }

@@ -1,5 +1,7 @@
 package dev.once.spi;
 
+import dev.once.Codec;
+import dev.once.PayloadTooLargeException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Objects;
@@ -37,6 +39,24 @@ public final class Outcome {
   /** A successful outcome. */
   public static Outcome success(String mediaType, byte[] body) {
     return of(Kind.SUCCESS, mediaType, body);
+  }
+
+  /**
+   * A successful outcome: {@code value} encoded by {@code codec}.
+   *
+   * @throws PayloadTooLargeException if the encoded value exceeds {@code maxPayloadBytes}
+   */
+  public static <T> Outcome encode(Codec<T> codec, T value, int maxPayloadBytes, Object what) {
+    byte[] body = codec.encode(value);
+    if (body.length > maxPayloadBytes) {
+      throw new PayloadTooLargeException("outcome of " + what, body.length, maxPayloadBytes);
+    }
+    return new Outcome(Kind.SUCCESS, codec.mediaType(), body);
+  }
+
+  /** The terminal failure of {@code failure}: its class name and message. */
+  public static Outcome failure(Throwable failure) {
+    return failure(failure.getClass().getName(), failure.getMessage());
   }
 
   /** A terminal failure described by the exception's type and message. */
