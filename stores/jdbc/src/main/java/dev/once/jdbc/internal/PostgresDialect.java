@@ -15,8 +15,9 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * PostgreSQL. A claim is one statement in autocommit, {@code INSERT … ON CONFLICT DO NOTHING} in a
- * CTE that also reads the existing row (one round trip for a new key and for most duplicates); a
+ * PostgreSQL. A lease-mode claim is a plain {@code INSERT … ON CONFLICT DO NOTHING} in autocommit
+ * (one round trip for a new key), followed by a read of the existing row only on conflict;
+ * transactional mode uses {@link #insertOrReadSql()}, a CTE that also reads the existing row. A
  * decision that writes then runs {@code SELECT … FOR UPDATE}, decide, {@code UPDATE}, commit. A batch
  * inserts every absent key with one {@code INSERT … SELECT FROM unnest(…)} and locks the others
  * with one {@code SELECT … ORDER BY key FOR UPDATE}.
@@ -65,7 +66,10 @@ final class PostgresDialect extends Dialect {
         + " AND status = 'IN_PROGRESS' AND lease_until <= ?";
   }
 
-  /** The claim's first statement: insert unless present, and the committed row if not. */
+  /**
+   * Transactional mode's claim statement ({@link TxSql}): insert unless present, and the committed
+   * row if not, in one round trip.
+   */
   String insertOrReadSql() {
     return insertOrReadSql;
   }
@@ -90,20 +94,14 @@ final class PostgresDialect extends Dialect {
 
   @Override
   FirstStep insertOrRead(Connection c, IdempotencyRecord fresh) throws SQLException {
-    IdempotencyRecord seen;
-    try (PreparedStatement ps = c.prepareStatement(insertOrReadSql)) {
-      Rows.bindKey(ps, Rows.bindAll(ps, 1, fresh), fresh.key());
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          throw new SQLException("the claim statement returned no row");
-        }
-        if (rs.getBoolean(1)) {
-          return FirstStep.INSERTED;
-        }
-        seen = Rows.read(rs, 1);
-      }
+    // Lease mode, autocommit: a plain INSERT … ON CONFLICT DO NOTHING on the happy path (a new
+    // key), cheaper than the CTE; only on conflict the committed row is read, by a statement of
+    // its own, whose snapshot is taken after the insert saw the row (so a row committed by a racer
+    // after the insert's snapshot is seen too; null only if it was deleted in between).
+    if (insertIfAbsent(c, fresh)) {
+      return FirstStep.INSERTED;
     }
-    return new FirstStep(false, seen != null ? seen : read(c, fresh.key()));
+    return new FirstStep(false, read(c, fresh.key()));
   }
 
   @Override

@@ -6,7 +6,6 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.KeyReusedException;
 import dev.once.OnceListener;
-import dev.once.PayloadTooLargeException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
@@ -186,12 +185,7 @@ public final class TransactionalEngine {
 
     Outcome outcome;
     try {
-      byte[] body = codec.encode(value);
-      if (body.length > settings.maxPayloadBytes()) {
-        throw new PayloadTooLargeException("outcome of " + key, body.length,
-            settings.maxPayloadBytes());
-      }
-      outcome = Outcome.success(codec.mediaType(), body);
+      outcome = Outcome.encode(codec, value, settings.maxPayloadBytes(), key);
     } catch (RuntimeException e) {
       // Nothing storable: roll it all back, so that the caller can fix and retry.
       notify(l -> l.onFailed(key, token, e, false));
@@ -295,8 +289,7 @@ public final class TransactionalEngine {
     }
     try {
       sql.rollbackTo(s.c, s.after); // the business writes go, the claim stays
-      complete(s, key, token, Outcome.failure(failure.getClass().getName(),
-          failure.getMessage()));
+      complete(s, key, token, Outcome.failure(failure));
     } catch (SQLException | RuntimeException e) {
       // The caller's exception stays the one thrown; nothing was stored, a retry runs again.
       s.undo(e);
