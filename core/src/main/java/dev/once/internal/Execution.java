@@ -37,17 +37,32 @@ public final class Execution {
     if (claim instanceof Claim.Acquired acquired) {
       return run(key, acquired, codec, work);
     }
+    return answer(key, claim, codec, config.clock(), config.listener());
+  }
+
+  /**
+   * Answers a claim that did not acquire, as every execution engine must: the replayed value (or
+   * {@link ReplayedFailureException}), {@link KeyReusedException} or
+   * {@link RequestInProgressException}, telling the listener. Public for the engines of other
+   * modules (transactional mode); not API.
+   */
+  public static <T> Result<T> answer(IdempotencyKey key, Claim claim, Codec<T> codec,
+      java.time.Clock clock, OnceListener listener) {
     if (claim instanceof Claim.Replay replay) {
-      notify(l -> l.onReplayed(key));
-      return replay(key, replay, codec);
+      notify(listener, l -> l.onReplayed(key));
+      Outcome outcome = replay.outcome();
+      if (outcome.kind() == Outcome.Kind.FAILURE) {
+        throw new ReplayedFailureException(key, outcome.failureType(), outcome.failureMessage());
+      }
+      return new Result<>(codec.decode(outcome.body()), true, replay.token());
     }
     if (claim instanceof Claim.Mismatch) {
-      notify(l -> l.onMismatch(key));
+      notify(listener, l -> l.onMismatch(key));
       throw new KeyReusedException(key);
     }
     Claim.InProgress inProgress = (Claim.InProgress) claim;
-    notify(l -> l.onInProgress(key));
-    Duration retryAfter = Duration.between(config.clock().instant(), inProgress.leaseUntil());
+    notify(listener, l -> l.onInProgress(key));
+    Duration retryAfter = Duration.between(clock.instant(), inProgress.leaseUntil());
     throw new RequestInProgressException(key, inProgress.leaseUntil(),
         retryAfter.isNegative() ? Duration.ZERO : retryAfter);
   }
@@ -100,7 +115,7 @@ public final class Execution {
     } catch (Throwable failure) {
       stop(heartbeat);
       recordFailure(key, acquired.token(), failure);
-      throw Sneaky.rethrow(failure);
+      throw rethrow(failure);
     }
     stop(heartbeat);
 
@@ -155,14 +170,6 @@ public final class Execution {
     }
   }
 
-  private <T> Result<T> replay(IdempotencyKey key, Claim.Replay replay, Codec<T> codec) {
-    Outcome outcome = replay.outcome();
-    if (outcome.kind() == Outcome.Kind.FAILURE) {
-      throw new ReplayedFailureException(key, outcome.failureType(), outcome.failureMessage());
-    }
-    return new Result<>(codec.decode(outcome.body()), true, replay.token());
-  }
-
   private Scheduler.Task startHeartbeat(AttemptImpl attempt) {
     Scheduler scheduler = config.heartbeat();
     if (scheduler == null) {
@@ -189,8 +196,10 @@ public final class Execution {
     notify(config.listener(), event);
   }
 
-  static void notify(OnceListener listener, java.util.function.Consumer<OnceListener> event) {
-    if (listener == NoListener.INSTANCE) {
+  /** Tells the listener, if any; a throwing listener is logged and ignored. */
+  public static void notify(OnceListener listener,
+      java.util.function.Consumer<OnceListener> event) {
+    if (listener == null || listener == NoListener.INSTANCE) {
       return;
     }
     try {
@@ -207,17 +216,14 @@ public final class Execution {
   /**
    * Rethrows what the logic threw, unwrapped. Only the logic's declared {@code X}, unchecked
    * exceptions and errors can arrive here, so the caller's {@code throws X} stays truthful.
+   * Public for the engines of other modules; not API.
    */
-  static final class Sneaky {
-    private Sneaky() {}
+  public static RuntimeException rethrow(Throwable t) {
+    throw Execution.<RuntimeException>sneak(t);
+  }
 
-    static RuntimeException rethrow(Throwable t) {
-      throw Sneaky.<RuntimeException>sneak(t);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <E extends Throwable> E sneak(Throwable t) throws E {
-      throw (E) t;
-    }
+  @SuppressWarnings("unchecked")
+  private static <E extends Throwable> E sneak(Throwable t) throws E {
+    throw (E) t;
   }
 }

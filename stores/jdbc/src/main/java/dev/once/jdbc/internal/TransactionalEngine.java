@@ -4,14 +4,13 @@ import dev.once.Codec;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
-import dev.once.KeyReusedException;
 import dev.once.OnceListener;
-import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.StoreUnavailableException;
 import dev.once.jdbc.Transaction;
 import dev.once.jdbc.TransactionalWork;
+import dev.once.internal.Execution;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
@@ -169,7 +168,7 @@ public final class TransactionalEngine {
     }
     if (!(claim instanceof Claim.Acquired acquired)) {
       s.endUnchanged(key);
-      return answer(key, claim, codec);
+      return Execution.answer(key, claim, codec, settings.clock(), settings.listener());
     }
 
     long token = acquired.token();
@@ -180,7 +179,7 @@ public final class TransactionalEngine {
       value = work.run(new Tx(s.c, key, token));
     } catch (Throwable failure) {
       recordFailure(s, key, token, failure);
-      throw Sneaky.rethrow(failure);
+      throw Execution.rethrow(failure);
     }
 
     Outcome outcome;
@@ -235,26 +234,6 @@ public final class TransactionalEngine {
       }
     }
     return decision.claim();
-  }
-
-  private <T> Result<T> answer(IdempotencyKey key, Claim claim, Codec<T> codec) {
-    if (claim instanceof Claim.Replay replay) {
-      notify(l -> l.onReplayed(key));
-      Outcome outcome = replay.outcome();
-      if (outcome.kind() == Outcome.Kind.FAILURE) {
-        throw new ReplayedFailureException(key, outcome.failureType(), outcome.failureMessage());
-      }
-      return new Result<>(codec.decode(outcome.body()), true, replay.token());
-    }
-    if (claim instanceof Claim.Mismatch) {
-      notify(l -> l.onMismatch(key));
-      throw new KeyReusedException(key);
-    }
-    Claim.InProgress inProgress = (Claim.InProgress) claim;
-    notify(l -> l.onInProgress(key));
-    Duration retryAfter = Duration.between(settings.clock().instant(), inProgress.leaseUntil());
-    throw new RequestInProgressException(key, inProgress.leaseUntil(),
-        retryAfter.isNegative() ? Duration.ZERO : retryAfter);
   }
 
   private void complete(Scope s, IdempotencyKey key, long token, Outcome outcome)
@@ -512,31 +491,6 @@ public final class TransactionalEngine {
   }
 
   private void notify(Consumer<OnceListener> event) {
-    OnceListener listener = settings.listener();
-    if (listener == null) {
-      return;
-    }
-    try {
-      event.accept(listener);
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.WARNING, "OnceListener threw; ignored", e);
-    }
-  }
-
-  /**
-   * Rethrows what the logic threw, unwrapped: only its declared {@code X}, unchecked exceptions
-   * and errors can arrive here, so the caller's {@code throws X} stays truthful.
-   */
-  private static final class Sneaky {
-    private Sneaky() {}
-
-    static RuntimeException rethrow(Throwable t) {
-      throw Sneaky.<RuntimeException>sneak(t);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static <E extends Throwable> E sneak(Throwable t) throws E {
-      throw (E) t;
-    }
+    Execution.notify(settings.listener(), event);
   }
 }
