@@ -1,5 +1,6 @@
 package dev.once;
 
+import dev.once.internal.Checks;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -39,12 +40,8 @@ public final class InProgressPolicy {
     Objects.requireNonNull(maxWait, "maxWait");
     Objects.requireNonNull(initialBackoff, "initialBackoff");
     Objects.requireNonNull(maxBackoff, "maxBackoff");
-    if (maxWait.isNegative() || maxWait.isZero()) {
-      throw new IllegalArgumentException("maxWait must be positive, was " + maxWait);
-    }
-    if (initialBackoff.isNegative() || initialBackoff.isZero()) {
-      throw new IllegalArgumentException("initialBackoff must be positive, was " + initialBackoff);
-    }
+    Checks.positive(maxWait, "maxWait");
+    Checks.positive(initialBackoff, "initialBackoff");
     if (maxBackoff.compareTo(initialBackoff) < 0) {
       throw new IllegalArgumentException("maxBackoff must be at least initialBackoff");
     }

@@ -1,5 +1,6 @@
 package dev.once;
 
+import dev.once.internal.Checks;
 import dev.once.spi.IdempotencyStore;
 import java.time.Clock;
 import java.time.Duration;
@@ -39,10 +40,7 @@ public final class Maintenance {
 
   /** The same maintenance in batches of {@code batchSize} records. */
   public Maintenance withBatchSize(int batchSize) {
-    if (batchSize <= 0) {
-      throw new IllegalArgumentException("batchSize must be positive, was " + batchSize);
-    }
-    return new Maintenance(store, clock, batchSize);
+    return new Maintenance(store, clock, Checks.positive(batchSize, "batchSize"));
   }
 
   /** What one pass did. */
@@ -83,10 +81,7 @@ public final class Maintenance {
    */
   public Scheduler.Task schedule(Scheduler scheduler, Duration period) {
     Objects.requireNonNull(scheduler, "scheduler");
-    Objects.requireNonNull(period, "period");
-    if (period.isNegative() || period.isZero()) {
-      throw new IllegalArgumentException("period must be positive, was " + period);
-    }
+    Checks.positive(period, "period");
     System.Logger log = System.getLogger(Maintenance.class.getName());
     return scheduler.scheduleAtFixedRate(() -> {
       try {

@@ -1,5 +1,6 @@
 package dev.once;
 
+import dev.once.internal.Checks;
 import dev.once.internal.Execution;
 import dev.once.internal.NoListener;
 import dev.once.spi.IdempotencyStore;
@@ -142,13 +143,13 @@ public final class Once {
 
     /** How long a claim is honoured before another worker may take over. Positive. */
     public Builder lease(Duration lease) {
-      this.lease = positive(lease, "lease");
+      this.lease = Checks.positive(lease, "lease");
       return this;
     }
 
     /** How long a finished record is kept and replayed; after it the key behaves as new. Positive. */
     public Builder retention(Duration retention) {
-      this.retention = positive(retention, "retention");
+      this.retention = Checks.positive(retention, "retention");
       return this;
     }
 
@@ -166,10 +167,7 @@ public final class Once {
 
     /** The largest outcome or checkpoint stored, in bytes. Positive. */
     public Builder maxPayloadBytes(int bytes) {
-      if (bytes <= 0) {
-        throw new IllegalArgumentException("maxPayloadBytes must be positive, was " + bytes);
-      }
-      this.maxPayloadBytes = bytes;
+      this.maxPayloadBytes = Checks.positive(bytes, "maxPayloadBytes");
       return this;
     }
 
@@ -205,14 +203,6 @@ public final class Once {
       int payloadLimit = Math.min(maxPayloadBytes, store.maxPayloadBytes());
       return new Once(new Config(store, lease, retention, inProgress, failurePolicy, payloadLimit,
           clock, sleeper, listener, heartbeat));
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive, was " + d);
-      }
-      return d;
     }
   }
 }

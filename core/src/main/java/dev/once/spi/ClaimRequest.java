@@ -2,6 +2,7 @@ package dev.once.spi;
 
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
+import dev.once.internal.Checks;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
@@ -25,12 +26,8 @@ public record ClaimRequest(
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(lease, "lease");
     Objects.requireNonNull(retention, "retention");
-    if (lease.isNegative() || lease.isZero()) {
-      throw new IllegalArgumentException("lease must be positive, was " + lease);
-    }
-    if (retention.isNegative() || retention.isZero()) {
-      throw new IllegalArgumentException("retention must be positive, was " + retention);
-    }
+    Checks.positive(lease, "lease");
+    Checks.positive(retention, "retention");
   }
 
   /** When a claim made by this request stops being honoured. */

@@ -1,5 +1,6 @@
 package dev.once.jdbc;
 
+import dev.once.internal.Checks;
 import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
@@ -122,10 +123,7 @@ public final class JdbcStore implements IdempotencyStore {
      * under half the server's {@code max_allowed_packet}.
      */
     public Builder maxPayloadBytes(int bytes) {
-      if (bytes <= 0) {
-        throw new IllegalArgumentException("maxPayloadBytes must be positive, was " + bytes);
-      }
-      this.maxPayloadBytes = bytes;
+      this.maxPayloadBytes = Checks.positive(bytes, "maxPayloadBytes");
       return this;
     }
 

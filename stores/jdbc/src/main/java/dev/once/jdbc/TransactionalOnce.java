@@ -1,5 +1,6 @@
 package dev.once.jdbc;
 
+import dev.once.internal.Checks;
 import dev.once.Codec;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
@@ -193,11 +194,7 @@ public final class TransactionalOnce {
 
     /** How long a completed record is kept and replayed; after it the key behaves as new. */
     public Builder retention(Duration retention) {
-      Objects.requireNonNull(retention, "retention");
-      if (retention.isNegative() || retention.isZero()) {
-        throw new IllegalArgumentException("retention must be positive, was " + retention);
-      }
-      this.retention = retention;
+      this.retention = Checks.positive(retention, "retention");
       return this;
     }
 
@@ -215,10 +212,7 @@ public final class TransactionalOnce {
 
     /** The largest outcome stored, in bytes; positive. The store's own bound applies too. */
     public Builder maxPayloadBytes(int bytes) {
-      if (bytes <= 0) {
-        throw new IllegalArgumentException("maxPayloadBytes must be positive, was " + bytes);
-      }
-      this.maxPayloadBytes = bytes;
+      this.maxPayloadBytes = Checks.positive(bytes, "maxPayloadBytes");
       return this;
     }
 

@@ -87,14 +87,9 @@ public final class JdbcEngine {
   private Claim claimOn(Connection c, ClaimRequest r) throws SQLException {
     ClaimRules.Decision fresh = ClaimRules.decide(null, r);
     Dialect.FirstStep first = dialect.insertOrRead(c, fresh.next());
-    if (first.inserted()) {
-      return fresh.claim();
-    }
-    if (first.current() != null) {
-      ClaimRules.Decision readOnly = ClaimRules.decide(first.current(), r);
-      if (readOnly.next() == null) {
-        return readOnly.claim();
-      }
+    Claim answered = answeredByFirstStep(fresh, first.inserted(), first.current(), r);
+    if (answered != null) {
+      return answered;
     }
     Claim claim = dialect.inTransaction(c, () -> {
       IdempotencyRecord current = dialect.lockedRead(c, r.key());
@@ -111,6 +106,26 @@ public final class JdbcEngine {
       throw new RetryableConflict("the record of " + r.key() + " was deleted during the claim");
     }
     return claim;
+  }
+
+  /**
+   * The claim the insert-or-read step settles on its own: Acquired when the row was inserted, or a
+   * decision on the committed row that writes nothing (Replay, InProgress, Mismatch). Null when
+   * the row must be read under a lock (a decision that writes, or no row visible), the same for
+   * both execution modes.
+   */
+  static Claim answeredByFirstStep(ClaimRules.Decision fresh, boolean inserted,
+      IdempotencyRecord current, ClaimRequest r) {
+    if (inserted) {
+      return fresh.claim();
+    }
+    if (current != null) {
+      ClaimRules.Decision readOnly = ClaimRules.decide(current, r);
+      if (readOnly.next() == null) {
+        return readOnly.claim();
+      }
+    }
+    return null;
   }
 
   public List<Claim> claimAll(List<ClaimRequest> requests) {

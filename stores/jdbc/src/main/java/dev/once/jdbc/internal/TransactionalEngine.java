@@ -213,14 +213,10 @@ public final class TransactionalEngine {
   private Claim claim(Scope s, ClaimRequest r) throws SQLException {
     ClaimRules.Decision fresh = ClaimRules.decide(null, r);
     TxSql.First first = sql.insertOrRead(s.c, fresh.next(), s.before, s.after);
-    if (first.inserted()) {
-      return fresh.claim();
-    }
-    if (first.current() != null) {
-      ClaimRules.Decision readOnly = ClaimRules.decide(first.current(), r);
-      if (readOnly.next() == null) {
-        return readOnly.claim();
-      }
+    Claim answered =
+        JdbcEngine.answeredByFirstStep(fresh, first.inserted(), first.current(), r);
+    if (answered != null) {
+      return answered;
     }
     IdempotencyRecord locked = sql.lockedRead(s.c, r.key());
     if (locked == null) {
