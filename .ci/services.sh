@@ -43,3 +43,14 @@ ensure_mariadb() {
 }
 
 ensure_mariadb
+
+# The Redis tests start their own redis-server processes on free ports; they need the binary only.
+ensure_redis_binary() {
+  if ! command -v redis-server >/dev/null 2>&1; then
+    echo "installing redis-server"
+    apt_install redis-server
+  fi
+  redis-server --version
+}
+
+ensure_redis_binary
