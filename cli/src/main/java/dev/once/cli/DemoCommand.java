@@ -5,7 +5,9 @@ import dev.once.Once;
 import dev.once.StoreUnavailableException;
 import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.List;
@@ -42,6 +44,9 @@ import picocli.CommandLine.Spec;
         "Exit code 0 when the run with Once has no double charge and no lost event, else 1; "
             + "2 for bad options or a store that cannot be used."})
 final class DemoCommand implements Callable<Integer> {
+
+  /** The report's file name, next to the database. */
+  static final String REPORT_NAME = "once-demo-report.html";
 
   /** Pool connections beyond one per worker: purging at start, the main thread. */
   static final int SPARE_CONNECTIONS = 4;
@@ -82,8 +87,17 @@ final class DemoCommand implements Callable<Integer> {
           + "it (" + MIN_LEASE_MS + "-" + MAX_LEASE_MS + ").")
   long leaseMs;
 
+  @Option(names = "--report", paramLabel = "FILE",
+      description = "Where to write the HTML report (default: once-demo-report.html next to a "
+          + "SQLite file, else under ./once-data/).")
+  Path reportFile;
+
+  @Option(names = "--no-report", description = "Write no HTML report.")
+  boolean noReport;
+
   private DemoResult lastResult;
   private String lastScope;
+  private Path lastReport;
 
   @Override
   public Integer call() throws InterruptedException {
@@ -114,8 +128,17 @@ final class DemoCommand implements Callable<Integer> {
       DeliveryPlan plan = DeliveryPlan.generate(events, duplicates, crashRate, seed);
       DemoResult result;
       try {
-        result = new PaymentsScenario(plan, workers, Duration.ofMillis(leaseMs), opened.store(),
-            scope).run();
+        PaymentsScenario scenario = new PaymentsScenario(plan, workers,
+            Duration.ofMillis(leaseMs), opened.store(), scope);
+        DemoResult.Figures without;
+        try (Progress progress = Progress.start("without Once", events, scenario::acknowledged)) {
+          without = scenario.runWithoutOnce();
+        }
+        DemoResult.Figures with;
+        try (Progress progress = Progress.start("with Once   ", events, scenario::acknowledged)) {
+          with = scenario.runWithOnce();
+        }
+        result = new DemoResult(without, with);
       } catch (StoreUnavailableException e) {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "the store at " + uri.display()
             + " failed during the run: " + StoreUris.causeMessage(e));
@@ -123,6 +146,12 @@ final class DemoCommand implements Callable<Integer> {
       lastResult = result;
       lastScope = scope;
       report(out, result);
+      if (!noReport) {
+        writeReport(out, uri, result, String.format(Locale.ROOT,
+            "%d events, %s redelivered, %s crash rate, %d workers, seed %d, lease %d ms, "
+                + "store %s.", events, percent(duplicates), percent(crashRate), workers, seed,
+            leaseMs, uri.display()));
+      }
       if (uri.persistent()) {
         out.printf(Locale.ROOT, "Records kept in %s under scope %s; a run after the %d h "
                 + "retention purges them.%n", where(uri), scope,
@@ -152,6 +181,25 @@ final class DemoCommand implements Callable<Integer> {
     }
   }
 
+  private void writeReport(PrintWriter out, StoreUri uri, DemoResult result, String settings) {
+    Path file = reportFile != null ? reportFile
+        : (uri.file() != null ? uri.file().resolveSibling(REPORT_NAME)
+            : Path.of(StoreOption.DEFAULT_DIRECTORY, REPORT_NAME));
+    file = file.toAbsolutePath().normalize();
+    try {
+      DemoReport.write(file, "once demo: payments delivered at least once", settings,
+          rows(result), result);
+      lastReport = file;
+      out.printf(Locale.ROOT, "Report: %s%n", file.toUri());
+    } catch (IOException e) {
+      // The figures are printed already; a report that cannot be written is worth a line only.
+      spec.commandLine().getErr().printf(Locale.ROOT, "once demo: could not write the report "
+          + "%s (%s)%n", file, e.getMessage());
+      spec.commandLine().getErr().flush();
+    }
+    out.flush();
+  }
+
   private static String where(StoreUri uri) {
     return uri.file() != null ? uri.file().toString() : uri.display();
   }
@@ -165,6 +213,11 @@ final class DemoCommand implements Callable<Integer> {
   /** The figures of the last run, for tests; null before the first. */
   DemoResult lastResult() {
     return lastResult;
+  }
+
+  /** Where the last run wrote its report, for tests; null if it wrote none. */
+  Path lastReport() {
+    return lastReport;
   }
 
   /** The scope of the last run's keys, for tests; null before the first. */
@@ -201,10 +254,10 @@ final class DemoCommand implements Callable<Integer> {
     return new ParameterException(spec.commandLine(), message);
   }
 
-  private static void printTable(PrintWriter out, DemoResult result) {
+  /** The audit table, rows that only mean something with Once shown as "-" without it. */
+  static List<DemoReport.Row> rows(DemoResult result) {
     DemoResult.Figures without = result.withoutOnce();
     DemoResult.Figures with = result.withOnce();
-    // Rows that only mean something with Once are shown as "-" without it.
     List<Row> rows = List.of(
         new Row("events", f -> count(f.events()), false),
         new Row("deliveries (incl. redeliveries)", f -> count(f.deliveries()), false),
@@ -218,14 +271,26 @@ final class DemoCommand implements Callable<Integer> {
         new Row("re-charges deduplicated by gateway", f -> count(f.gatewayDeduplicated()), true),
         new Row("fenced zombies", f -> count(f.fencedZombies()), true),
         new Row("throughput (deliveries/s)",
-            f -> String.format(Locale.ROOT, "%.0f", f.throughput()), false));
+            f -> String.format(Locale.ROOT, "%.0f", f.throughput()), false),
+        new Row("added latency p50 / p99 (ms)", f -> millis(f.addedLatency(), 50) + " / "
+            + millis(f.addedLatency(), 99), true));
+    return rows.stream().map(r -> new DemoReport.Row(r.label(),
+        r.onceOnly() ? "-" : r.value().apply(without), r.value().apply(with))).toList();
+  }
+
+  private static String millis(Latencies.Summary latencies, double percentile) {
+    return latencies == null ? "-"
+        : String.format(Locale.ROOT, "%.2f", latencies.percentile(percentile) / 1e6);
+  }
+
+  private static void printTable(PrintWriter out, DemoResult result) {
+    List<DemoReport.Row> rows = rows(result);
     int labelWidth = rows.stream().mapToInt(r -> r.label().length()).max().orElse(0);
-    String format = "%-" + labelWidth + "s  %14s  %11s%n";
+    String format = "%-" + labelWidth + "s  %14s  %13s%n";
     out.printf(Locale.ROOT, format, "", "without Once", "with Once");
-    out.printf(Locale.ROOT, format, "-".repeat(labelWidth), "-".repeat(14), "-".repeat(11));
-    for (Row row : rows) {
-      out.printf(Locale.ROOT, format, row.label(),
-          row.onceOnly() ? "-" : row.value().apply(without), row.value().apply(with));
+    out.printf(Locale.ROOT, format, "-".repeat(labelWidth), "-".repeat(14), "-".repeat(13));
+    for (DemoReport.Row row : rows) {
+      out.printf(Locale.ROOT, format, row.label(), row.without(), row.with());
     }
   }
 

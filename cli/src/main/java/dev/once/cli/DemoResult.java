@@ -33,11 +33,15 @@ record DemoResult(Figures withoutOnce, Figures withOnce) {
    * @param zombieWritesAccepted paused workers whose late write was accepted: must stay 0
    * @param unacknowledged       messages still unacknowledged when the run stopped: must be 0
    * @param elapsed              wall-clock time of the run
+   * @param addedLatency         per delivery answered by Once (executed, replayed or in
+   *                             progress), the time spent in Once less the business logic's own;
+   *                             null without Once
+   * @param timeline             deliveries handled per {@link Timeline#BUCKET_MILLIS} ms
    */
   record Figures(int events, long deliveries, long crashes, long sideEffects,
       long gatewayDeduplicated, int doubleCharges, int lostEvents, long replayed, long inProgress,
       long takeovers, long fencedZombies, long zombieWritesAccepted, int unacknowledged,
-      Duration elapsed) {
+      Duration elapsed, Latencies.Summary addedLatency, long[] timeline) {
 
     /** Deliveries per second of wall-clock time. */
     double throughput() {

@@ -13,7 +13,8 @@ import java.util.concurrent.Callable;
 
 /**
  * The {@code once} command. Subcommands: {@code demo}, a concurrent payments scenario run with and
- * without Once.
+ * without Once; {@code schema}, the DDL of a SQL store; {@code inspect}, the records of keys;
+ * {@code purge} and {@code reap}, one maintenance pass.
  *
  * <pre>{@code
  * once demo --events 5000 --workers 8
@@ -22,7 +23,8 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "once", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
     description = "Exactly-once effects on top of at-least-once delivery.",
-    subcommands = DemoCommand.class,
+    subcommands = {DemoCommand.class, SchemaCommand.class, InspectCommand.class,
+        MaintenanceCommand.Purge.class, MaintenanceCommand.Reap.class},
     modelTransformer = OnceCommand.OneLineErrors.class)
 public final class OnceCommand implements Callable<Integer> {
 

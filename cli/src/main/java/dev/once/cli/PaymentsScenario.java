@@ -51,6 +51,7 @@ final class PaymentsScenario {
   private final Duration redeliveryDelay;
   private final IdempotencyStore store;
   private final String scope;
+  private volatile Run current;
 
   /**
    * @param lease the Once lease; the broker redelivers unacknowledged messages after a quarter of
@@ -68,6 +69,12 @@ final class PaymentsScenario {
     this.scope = scope;
     Duration quarter = lease.dividedBy(4);
     this.redeliveryDelay = quarter.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : quarter;
+  }
+
+  /** Events acknowledged so far by the run under way (for a progress bar); 0 between runs. */
+  long acknowledged() {
+    Run run = current;
+    return run == null ? 0 : plan.events().size() - run.broker.unacknowledged();
   }
 
   /** Both runs, without Once first. */
@@ -101,6 +108,9 @@ final class PaymentsScenario {
     private final LongAdder fencedZombies = new LongAdder();
     private final LongAdder zombieWritesAccepted = new LongAdder();
     private final AtomicReference<RuntimeException> failure = new AtomicReference<>();
+    /** Time spent in Once per delivery, the business logic's own time excluded. */
+    private final Latencies addedLatency = new Latencies();
+    private Timeline timeline;
 
     Run(Once once, CrashSimulatingStore store) {
       this.once = once;
@@ -110,6 +120,8 @@ final class PaymentsScenario {
     DemoResult.Figures execute() throws InterruptedException {
       long start = System.nanoTime();
       long deadline = start + DEADLINE.toNanos();
+      timeline = new Timeline(start, DEADLINE);
+      current = this;
       List<Thread> threads = new ArrayList<>(workers);
       for (int i = 0; i < workers; i++) {
         Thread thread = new Thread(() -> consume(deadline),
@@ -127,6 +139,7 @@ final class PaymentsScenario {
         throw e;
       }
       Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+      current = null;
       RuntimeException unexpected = failure.get();
       if (unexpected != null) {
         throw unexpected;
@@ -134,7 +147,8 @@ final class PaymentsScenario {
       return new DemoResult.Figures(plan.events().size(), broker.deliveries(), crashes.sum(),
           gateway.charged(), gateway.deduplicated(), gateway.doubleCharged(),
           gateway.neverCharged(), replayed.sum(), inProgress.sum(), takeovers.sum(),
-          fencedZombies.sum(), zombieWritesAccepted.sum(), broker.unacknowledged(), elapsed);
+          fencedZombies.sum(), zombieWritesAccepted.sum(), broker.unacknowledged(), elapsed,
+          once == null ? null : addedLatency.summary(), timeline.buckets());
     }
 
     private void consume(long deadline) {
@@ -158,6 +172,7 @@ final class PaymentsScenario {
           } else {
             chargeWithOnce(delivery);
           }
+          timeline.count(System.nanoTime());
         } catch (RuntimeException e) {
           // A bug in the demo, not a simulated fault: stop every worker and report it.
           failure.compareAndSet(null, e);
@@ -181,8 +196,11 @@ final class PaymentsScenario {
       Event event = plan.events().get(message.event());
       IdempotencyKey key = IdempotencyKey.of(scope, event.id());
       Result<String> result;
+      long[] logicNanos = new long[1];
+      long started = System.nanoTime();
       try {
         result = once.call(key, Fingerprint.of(event.payload()), Codecs.utf8(), attempt -> {
+          long logicStarted = System.nanoTime();
           if (attempt.takeover()) {
             takeovers.increment();
             wakeZombies(key);
@@ -199,13 +217,16 @@ final class PaymentsScenario {
             }
             throw new SimulatedCrash();
           }
+          logicNanos[0] = System.nanoTime() - logicStarted;
           return chargeId;
         });
+        addedLatency.record(System.nanoTime() - started - logicNanos[0]);
       } catch (SimulatedCrash crashed) {
         broker.redeliverLater(delivery);
         return;
       } catch (RequestInProgressException busy) {
         // Another worker holds the key, alive or not: give the message back, the broker retries.
+        addedLatency.record(System.nanoTime() - started);
         inProgress.increment();
         broker.redeliverLater(delivery);
         return;

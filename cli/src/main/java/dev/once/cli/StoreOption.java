@@ -1,6 +1,8 @@
 package dev.once.cli;
 
 import dev.once.cli.StoreUris.OpenStore;
+import dev.once.jdbc.JdbcStore;
+import java.nio.file.Files;
 import dev.once.cli.StoreUris.StoreUri;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -14,8 +16,11 @@ import picocli.CommandLine.Spec;
  */
 final class StoreOption {
 
+  /** Where the default store and the demo's report go, relative to the current directory. */
+  static final String DEFAULT_DIRECTORY = "once-data";
+
   /** The default store: a SQLite file under the current directory. */
-  static final String DEFAULT_URI = "sqlite:./once-data/once.db";
+  static final String DEFAULT_URI = "sqlite:./" + DEFAULT_DIRECTORY + "/once.db";
 
   @Spec(Spec.Target.MIXEE)
   CommandSpec mixee;
@@ -30,6 +35,10 @@ final class StoreOption {
           "mariadb://user:pass@host:port/db;",
           "a jdbc:postgresql:... or jdbc:mariadb:... URL."})
   String store = DEFAULT_URI;
+
+  @Option(names = "--table", defaultValue = JdbcStore.DEFAULT_TABLE, paramLabel = "NAME",
+      description = "The table of a SQL store.")
+  String table = JdbcStore.DEFAULT_TABLE;
 
   /**
    * The parsed URI; touches nothing.
@@ -51,6 +60,28 @@ final class StoreOption {
    * @throws CommandFailure     (exit 2) if the store cannot be opened or reached
    */
   OpenStore open(int connections) {
-    return StoreUris.open(uri(), connections);
+    return StoreUris.open(uri(), connections, table);
+  }
+
+  /**
+   * Opens a store that must already hold records: a SQLite file that does not exist, or a SQL
+   * store without the table, is a {@link CommandFailure} naming the command that creates it;
+   * nothing is created.
+   */
+  OpenStore openExisting(int connections) {
+    StoreUri uri = uri();
+    if (uri.kind() == StoreUris.Kind.SQLITE && !Files.isRegularFile(uri.file())) {
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "no store at " + uri.file()
+          + "; create it with: once schema --apply --store " + uri.display()
+          + " (or run: once demo)");
+    }
+    OpenStore opened = StoreUris.open(uri, connections, table);
+    try {
+      opened.requireSchema();
+      return opened;
+    } catch (RuntimeException e) {
+      opened.close();
+      throw e;
+    }
   }
 }

@@ -15,8 +15,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
+import java.sql.Connection;
 import java.sql.Driver;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.regex.Pattern;
@@ -53,19 +55,26 @@ final class StoreUris {
 
   /** The kinds of store this build can open. */
   enum Kind {
-    MEMORY("in memory"),
-    SQLITE("SQLite"),
-    POSTGRESQL("PostgreSQL"),
-    MARIADB("MariaDB");
+    MEMORY("in memory", null),
+    SQLITE("SQLite", JdbcDialect.SQLITE),
+    POSTGRESQL("PostgreSQL", JdbcDialect.POSTGRESQL),
+    MARIADB("MariaDB", JdbcDialect.MARIADB);
 
     private final String label;
+    private final JdbcDialect dialect;
 
-    Kind(String label) {
+    Kind(String label, JdbcDialect dialect) {
       this.label = label;
+      this.dialect = dialect;
     }
 
     String label() {
       return label;
+    }
+
+    /** The SQL dialect of a SQL store; null for the others. */
+    JdbcDialect dialect() {
+      return dialect;
     }
   }
 
@@ -280,18 +289,23 @@ final class StoreUris {
    * @throws CommandFailure (exit 2) with a one-line message for the user
    */
   static OpenStore open(StoreUri uri, int connections) {
+    return open(uri, connections, JdbcStore.DEFAULT_TABLE);
+  }
+
+  /** {@link #open(StoreUri, int)} with the records in {@code table} of a SQL store. */
+  static OpenStore open(StoreUri uri, int connections, String table) {
     Objects.requireNonNull(uri, "uri");
     switch (uri.kind()) {
       case MEMORY:
         return new OpenStore(uri, new InMemoryStore(), null);
       case SQLITE:
-        return openSqlite(uri, connections);
+        return openSqlite(uri, connections, table);
       default:
-        return openServer(uri, connections);
+        return openServer(uri, connections, table);
     }
   }
 
-  private static OpenStore openSqlite(StoreUri uri, int connections) {
+  private static OpenStore openSqlite(StoreUri uri, int connections, String table) {
     Path file = uri.file();
     if (Files.isDirectory(file)) {
       throw cannotOpen(uri, file + " is a directory");
@@ -311,10 +325,20 @@ final class StoreUris {
     HikariConfig config = poolConfig(uri, connections);
     config.setDataSource(JdbcStore.sqliteDataSource(file));
     HikariDataSource pool = startPool(uri, config);
-    return new OpenStore(uri, JdbcStore.builder(pool).dialect(JdbcDialect.SQLITE).build(), pool);
+    return new OpenStore(uri, jdbcStore(uri, pool, JdbcDialect.SQLITE, table), pool);
   }
 
-  private static OpenStore openServer(StoreUri uri, int connections) {
+  private static JdbcStore jdbcStore(StoreUri uri, HikariDataSource pool, JdbcDialect dialect,
+      String table) {
+    try {
+      return JdbcStore.builder(pool).dialect(dialect).table(table).build();
+    } catch (IllegalArgumentException e) {
+      pool.close();
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, e.getMessage());
+    }
+  }
+
+  private static OpenStore openServer(StoreUri uri, int connections, String table) {
     HikariConfig config = poolConfig(uri, connections);
     config.setJdbcUrl(uri.jdbcUrl());
     if (uri.user() != null) {
@@ -334,7 +358,7 @@ final class StoreUris {
       dialect = JdbcDialect.MARIADB;
     }
     HikariDataSource pool = startPool(uri, config);
-    return new OpenStore(uri, JdbcStore.builder(pool).dialect(dialect).build(), pool);
+    return new OpenStore(uri, jdbcStore(uri, pool, dialect, table), pool);
   }
 
   private static HikariConfig poolConfig(StoreUri uri, int connections) {
@@ -421,6 +445,27 @@ final class StoreUris {
     void createSchema() {
       if (store instanceof JdbcStore jdbc) {
         jdbc.createSchema();
+      }
+    }
+
+    /**
+     * Checks that the table exists, for commands that read or maintain records and must not
+     * create anything.
+     *
+     * @throws CommandFailure (exit 2) naming the command that creates it
+     */
+    void requireSchema() {
+      if (!(store instanceof JdbcStore jdbc)) {
+        return;
+      }
+      try (Connection connection = pool.getConnection();
+           Statement statement = connection.createStatement()) {
+        // Portable across dialects, and cheap: the planner answers it without reading a row.
+        statement.executeQuery("SELECT 1 FROM " + jdbc.table() + " WHERE 1 = 0").close();
+      } catch (SQLException e) {
+        throw new CommandFailure(CommandFailure.CANNOT_RUN, "no table " + jdbc.table() + " at "
+            + uri.display() + " (" + causeMessage(e) + "); create it with: once schema --apply "
+            + "--store " + uri.display());
       }
     }
 

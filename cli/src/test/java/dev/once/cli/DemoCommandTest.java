@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -131,6 +134,30 @@ class DemoCommandTest {
   }
 
   @Test
+  void writesAnHtmlReportWithTheAuditAndBothCharts(@TempDir Path tmp) throws Exception {
+    Path report = tmp.resolve("reports/demo.html");
+
+    CommandRun run = CommandRun.run("demo", "--store", "memory:", "--events", "300",
+        "--lease-ms", "20", "--report", report.toString());
+
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    assertThat(run.out()).contains("Report: " + report.toUri());
+    Latencies.Summary added = run.result().withOnce().addedLatency();
+    // One sample per delivery Once answered: at least the one acknowledged per event, at most one
+    // per delivery (crashed ones and fenced ones have none).
+    assertThat(added.count()).isBetween(300, (int) run.result().withOnce().deliveries());
+    assertThat(added.percentile(99)).isGreaterThanOrEqualTo(added.percentile(50)).isPositive();
+    assertThat(run.out()).containsPattern("added latency p50 / p99 \\(ms\\) +- +\\d+\\.\\d\\d / "
+        + "\\d+\\.\\d\\d");
+    String html = Files.readString(report);
+    assertThat(html).startsWith("<!DOCTYPE html>").endsWith("</html>\n")
+        .contains("<td>double charges</td><td>" + run.result().withoutOnce().doubleCharges()
+            + "</td><td>0</td>", "Latency Once added per delivery", "Throughput over time",
+            "<rect", "<polyline")
+        .doesNotContain("NaN", "<script");
+  }
+
+  @Test
   void helpAndVersionExitZero() {
     Run top = run("--help");
     assertThat(top.exitCode()).isZero();
@@ -141,6 +168,12 @@ class DemoCommandTest {
     assertThat(demo.out()).contains("--events", "--duplicates", "--crash-rate", "--workers",
         "--seed", "--lease-ms", "--store", "sqlite:./once-data/once.db", "postgres://",
         "mariadb://");
+
+    for (String command : List.of("schema", "inspect", "purge", "reap")) {
+      Run help = run(command, "--help");
+      assertThat(help.exitCode()).as(command).isZero();
+      assertThat(help.out()).as(command).contains("Usage: once " + command, "--store");
+    }
 
     Run version = run("--version");
     assertThat(version.exitCode()).isZero();

@@ -12,13 +12,17 @@ public final class SchemaScript {
 
   private SchemaScript() {}
 
-  /** The DDL text of {@code resource} for {@code table}, comments kept. */
+  /**
+   * The DDL text of {@code resource} for {@code table}, comments kept but the one explaining the
+   * placeholders, which reads as nonsense once they are replaced.
+   */
   public static String text(String resource, TableName table) {
     try (InputStream in = SchemaScript.class.getClassLoader().getResourceAsStream(resource)) {
       if (in == null) {
         throw new IllegalStateException("schema resource " + resource + " is missing from the jar");
       }
-      String text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      String text = new String(in.readAllBytes(), StandardCharsets.UTF_8)
+          .replaceAll("(?m)^--[^\\n]*\\$\\{table\\} is replaced[^\\n]*\\n", "");
       return text.replace("${table}", table.qualified()).replace("${name}", table.name());
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read schema resource " + resource, e);

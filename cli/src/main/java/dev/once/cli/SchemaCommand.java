@@ -1,0 +1,71 @@
+package dev.once.cli;
+
+import dev.once.StoreUnavailableException;
+import dev.once.cli.StoreUris.OpenStore;
+import dev.once.cli.StoreUris.StoreUri;
+import dev.once.jdbc.JdbcDialect;
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code once schema}: prints the DDL of a SQL store, as {@code JdbcStore.createSchema()} applies
+ * it and as a migration tool (Flyway, Liquibase) can take it; with {@code --apply}, applies it.
+ * Printing touches nothing: it needs only the dialect, which the URI names.
+ */
+@Command(name = "schema", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
+    sortOptions = false, showDefaultValues = true,
+    header = "Prints or applies the DDL of a SQL store.",
+    description = {
+        "Prints the CREATE TABLE and CREATE INDEX statements for the store's dialect (each IF NOT "
+            + "EXISTS), without connecting.",
+        "With --apply, connects and applies them; running it twice is harmless.",
+        "Exit code 0 on success; 2 for bad options, a store without a SQL schema, or a store that "
+            + "cannot be reached."})
+final class SchemaCommand implements Callable<Integer> {
+
+  @Spec
+  CommandSpec spec;
+
+  @Mixin
+  StoreOption store;
+
+  @Option(names = "--apply", description = "Connect and create the table and indexes if missing.")
+  boolean apply;
+
+  @Override
+  public Integer call() {
+    StoreUri uri = store.uri();
+    JdbcDialect dialect = uri.kind().dialect();
+    if (dialect == null) {
+      throw new ParameterException(spec.commandLine(), "the store " + uri.display()
+          + " has no SQL schema (schema applies to sqlite:, postgres:, mariadb: and jdbc: stores)");
+    }
+    String ddl;
+    try {
+      ddl = dialect.schema(store.table);
+    } catch (IllegalArgumentException e) {
+      throw new ParameterException(spec.commandLine(), "--table: " + e.getMessage());
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    if (!apply) {
+      out.print(ddl.endsWith("\n") ? ddl : ddl + "\n");
+      out.flush();
+      return 0;
+    }
+    try (OpenStore opened = store.open(1)) {
+      opened.createSchema();
+      out.println("Schema applied: " + opened.describe());
+      out.flush();
+      return 0;
+    } catch (StoreUnavailableException e) {
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "could not apply the schema at "
+          + uri.display() + ": " + StoreUris.causeMessage(e));
+    }
+  }
+}
