@@ -436,6 +436,11 @@ final class StoreUris {
       return store;
     }
 
+    /** The pool of a SQL store, for statements of the command's own; null in memory. */
+    javax.sql.DataSource dataSource() {
+      return pool;
+    }
+
     /**
      * Creates the table and its indexes if missing ({@link JdbcStore#createSchema()}, idempotent);
      * nothing for a store in memory.

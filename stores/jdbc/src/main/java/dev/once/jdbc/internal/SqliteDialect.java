@@ -1,6 +1,7 @@
 package dev.once.jdbc.internal;
 
 import dev.once.jdbc.JdbcDialect;
+import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -25,6 +26,22 @@ final class SqliteDialect extends Dialect {
     reapSql = "UPDATE " + t + " SET status = 'FAILED', last_error = 'lease expired',"
         + " updated_at = ? WHERE rowid IN (SELECT rowid FROM " + t
         + " WHERE status = 'IN_PROGRESS' AND lease_until <= ? ORDER BY lease_until LIMIT ?)";
+  }
+
+  /**
+   * Reads before inserting. On SQLite an insert takes the database's only write lock even when
+   * it conflicts, so a replay answered insert-first queues behind every writer (measured by
+   * {@code once bench}: replays at 0.11x of a plain SELECT). A WAL read takes no lock, and a
+   * decision that writes nothing (Replay, InProgress, Mismatch) is exact at the instant of the
+   * read. An absent key still goes insert-first: this is never select-then-insert.
+   */
+  @Override
+  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh) throws SQLException {
+    IdempotencyRecord current = read(c, fresh.key());
+    if (current != null) {
+      return new FirstStep(false, current);
+    }
+    return super.insertOrRead(c, fresh);
   }
 
   @Override

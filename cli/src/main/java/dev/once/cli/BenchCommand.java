@@ -1,0 +1,340 @@
+package dev.once.cli;
+
+import dev.once.Codecs;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.Once;
+import dev.once.StoreUnavailableException;
+import dev.once.cli.StoreUris.OpenStore;
+import dev.once.cli.StoreUris.StoreUri;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntFunction;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code once bench}: throughput and latency of Once against the store's raw primitives through the
+ * same client ({@link Baseline}), side by side in one run, for two workloads: new keys (claim, run,
+ * complete) and replays of completed keys. Rounds alternate the order of the two sides, so that
+ * drift on a shared machine (a neighbour's load, a cache warming up) falls on both.
+ *
+ * <p>On a SQL store it works in two scratch tables of its own, {@value #ONCE_TABLE} and
+ * {@value #RAW_TABLE}, dropped at the end: the store's records are never touched.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
+    sortOptions = false, showDefaultValues = true,
+    header = "Measures Once against the store's raw primitives, side by side.",
+    description = {
+        "Runs two workloads on the store, each with Once and with the raw primitives the "
+            + "founding articles use (insert-if-absent + update; read by key), through the same "
+            + "client and pool, in alternating rounds.",
+        "Reports operations per second, p50 and p99 latency, and the ratio Once / raw.",
+        "SQL stores: works in scratch tables " + BenchCommand.ONCE_TABLE + " and "
+            + BenchCommand.RAW_TABLE + ", dropped at the end.",
+        "Exit code 0 on success; 2 for bad options or a store that cannot be used."})
+final class BenchCommand implements java.util.concurrent.Callable<Integer> {
+
+  static final String ONCE_TABLE = "once_bench";
+  static final String RAW_TABLE = "once_bench_raw";
+  static final int MAX_THREADS = 256;
+  /** Keys completed before the replay workload, read at random. */
+  static final int REPLAY_KEYS = 1_000;
+
+  private static final byte[] PAYLOAD =
+      "{\"amount\":1000,\"currency\":\"EUR\",\"customer\":\"cus_42\"}"
+          .getBytes(StandardCharsets.UTF_8);
+  private static final String RESPONSE = "{\"id\":\"ch_1\"}";
+  private static final byte[] RESPONSE_BYTES = RESPONSE.getBytes(StandardCharsets.UTF_8);
+
+  @Spec
+  CommandSpec spec;
+
+  @Mixin
+  StoreOption store;
+
+  @Option(names = "--threads", defaultValue = "4", paramLabel = "N",
+      description = "Concurrent callers (1-" + MAX_THREADS + ").")
+  int threads;
+
+  @Option(names = "--duration", defaultValue = "3s", paramLabel = "TIME",
+      description = "Measured time per side, workload and round, e.g. 3s or 500ms.")
+  String duration;
+
+  @Option(names = "--warmup", defaultValue = "1s", paramLabel = "TIME",
+      description = "Unmeasured time before each measurement.")
+  String warmup;
+
+  @Option(names = "--rounds", defaultValue = "2", paramLabel = "N",
+      description = "Rounds per workload (1-20); each alternates which side goes first.")
+  int rounds;
+
+  @Option(names = "--json", description = "Print the results as one JSON object.")
+  boolean json;
+
+  private final String run = Long.toString(ThreadLocalRandom.current().nextLong(1L << 40), 36);
+  private List<Measurement> lastResults;
+
+  /** One side of one workload, summed over the rounds. */
+  record Measurement(String workload, String variant, String operation, long operations,
+      long nanos, Latencies.Summary latency) {
+
+    double opsPerSecond() {
+      return nanos == 0 ? 0 : operations * 1e9 / nanos;
+    }
+  }
+
+  @Override
+  public Integer call() throws InterruptedException {
+    StoreUri uri = store.uri();
+    Duration measure = parseDuration("--duration", duration);
+    Duration warm = parseDuration("--warmup", warmup);
+    if (threads < 1 || threads > MAX_THREADS) {
+      throw invalid("--threads must be between 1 and " + MAX_THREADS + ", was " + threads);
+    }
+    if (rounds < 1 || rounds > 20) {
+      throw invalid("--rounds must be between 1 and 20, was " + rounds);
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    try (OpenStore opened = StoreUris.open(uri, threads + 2, ONCE_TABLE)) {
+      try (Baseline baseline = baseline(opened)) {
+        dropOnceTable(opened);
+        opened.createSchema();
+        Once once = Once.builder(opened.store()).build();
+        if (!json) {
+          out.printf(Locale.ROOT, "once bench: %s, %d threads, %s measured per side, workload "
+                  + "and round after %s warm-up, %d rounds%n%n", opened.describe(), threads,
+              measure.toMillis() + " ms", warm.toMillis() + " ms", rounds);
+          out.flush();
+        }
+        List<Measurement> results = new ArrayList<>();
+        long total = 2L * 2 * rounds;
+        AtomicLong done = new AtomicLong();
+        // Key numbers never repeat across threads, rounds and warm-ups (a counter per thread would
+        // restart with every measurement).
+        AtomicLong keys = new AtomicLong();
+        try (Progress progress = Progress.start("bench", total, done::get)) {
+          // New keys: every operation a key never seen before, on both sides.
+          results.addAll(compare("new keys", measure, warm, done,
+              new Side("raw", baseline.describeNewKey(), t -> {
+                String prefix = "raw-" + run + "-" + t + "-";
+                return () -> baseline.newKey(prefix + keys.getAndIncrement(),
+                    Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES);
+              }),
+              new Side("once", "Once.call: claim + run + complete", t -> {
+                String prefix = "new-" + run + "-" + t + "-";
+                return () -> once.call(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
+                    Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> RESPONSE);
+              })));
+          // Replays: completed keys read at random, on both sides.
+          for (int i = 0; i < REPLAY_KEYS; i++) {
+            baseline.newKey("replay-" + run + "-" + i, Fingerprint.of(PAYLOAD).digest(),
+                RESPONSE_BYTES);
+            once.call(IdempotencyKey.of("bench", "replay-" + run + "-" + i),
+                Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> RESPONSE);
+          }
+          results.addAll(compare("replays", measure, warm, done,
+              new Side("raw", baseline.describeReplay(), t -> () -> baseline.replay(
+                  "replay-" + run + "-" + ThreadLocalRandom.current().nextInt(REPLAY_KEYS))),
+              new Side("once", "Once.call: replay of the stored outcome", t -> () -> once.call(
+                  IdempotencyKey.of("bench", "replay-" + run + "-"
+                      + ThreadLocalRandom.current().nextInt(REPLAY_KEYS)),
+                  Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> {
+                    throw new IllegalStateException("a replay must not run the logic");
+                  }))));
+        } finally {
+          dropOnceTable(opened);
+        }
+        lastResults = results;
+        print(out, opened, results, measure, warm);
+        return 0;
+      } catch (StoreUnavailableException | IllegalStateException e) {
+        throw new CommandFailure(CommandFailure.CANNOT_RUN, "the store at " + uri.display()
+            + " failed: " + StoreUris.causeMessage(e));
+      }
+    }
+  }
+
+  /** The last run's measurements, for tests. */
+  List<Measurement> lastResults() {
+    return lastResults;
+  }
+
+  private Baseline baseline(OpenStore opened) {
+    return opened.dataSource() == null ? new Baseline.InMemory()
+        : new Baseline.Sql(opened.dataSource(), opened.uri().kind().dialect(), RAW_TABLE);
+  }
+
+  private static void dropOnceTable(OpenStore opened) {
+    if (opened.dataSource() == null) {
+      return;
+    }
+    try (Connection c = opened.dataSource().getConnection(); Statement s = c.createStatement()) {
+      s.execute("DROP TABLE IF EXISTS " + ONCE_TABLE);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e.getMessage(), e);
+    }
+  }
+
+  /** One side of a comparison: per thread, an operation to repeat. */
+  private record Side(String variant, String operation, IntFunction<Runnable> perThread) {}
+
+  private List<Measurement> compare(String workload, Duration measure, Duration warm,
+      AtomicLong done, Side raw, Side once) throws InterruptedException {
+    Latencies[] latencies = {new Latencies(), new Latencies()};
+    long[] operations = new long[2];
+    long[] nanos = new long[2];
+    for (int round = 0; round < rounds; round++) {
+      // ABBA: the side that went second goes first in the next round.
+      int[] order = round % 2 == 0 ? new int[] {0, 1} : new int[] {1, 0};
+      for (int side : order) {
+        Side s = side == 0 ? raw : once;
+        long[] result = measure(s, measure, warm, latencies[side]);
+        operations[side] += result[0];
+        nanos[side] += result[1];
+        done.incrementAndGet();
+      }
+    }
+    return List.of(
+        new Measurement(workload, raw.variant(), raw.operation(), operations[0], nanos[0],
+            latencies[0].summary()),
+        new Measurement(workload, once.variant(), once.operation(), operations[1], nanos[1],
+            latencies[1].summary()));
+  }
+
+  /** {threads} threads repeating the side's operation: warm-up, then measured; {ops, nanos}. */
+  private long[] measure(Side side, Duration measure, Duration warm, Latencies latencies)
+      throws InterruptedException {
+    CountDownLatch ready = new CountDownLatch(threads);
+    AtomicLong operations = new AtomicLong();
+    AtomicReference<RuntimeException> failure = new AtomicReference<>();
+    long warmNanos = warm.toNanos();
+    long measureNanos = measure.toNanos();
+    long[] window = new long[2];
+    List<Thread> workers = new ArrayList<>();
+    long start = System.nanoTime() + 20_000_000L; // every thread started by then
+    window[0] = start + warmNanos;
+    window[1] = window[0] + measureNanos;
+    for (int t = 0; t < threads; t++) {
+      Runnable operation = side.perThread().apply(t);
+      Thread worker = new Thread(() -> {
+        ready.countDown();
+        long count = 0;
+        try {
+          while (true) {
+            long before = System.nanoTime();
+            if (before - window[1] >= 0) {
+              break;
+            }
+            operation.run();
+            long after = System.nanoTime();
+            if (before - window[0] >= 0 && after - window[1] < 0) {
+              latencies.record(after - before);
+              count++;
+            }
+          }
+        } catch (RuntimeException e) {
+          failure.compareAndSet(null, e);
+        }
+        operations.addAndGet(count);
+      }, "once-bench-" + t);
+      worker.setDaemon(true);
+      workers.add(worker);
+      worker.start();
+    }
+    ready.await();
+    for (Thread worker : workers) {
+      worker.join();
+    }
+    if (failure.get() != null) {
+      throw failure.get();
+    }
+    return new long[] {operations.get(), measureNanos};
+  }
+
+  private void print(PrintWriter out, OpenStore opened, List<Measurement> results,
+      Duration measure, Duration warm) {
+    if (json) {
+      List<Object> rows = new ArrayList<>();
+      for (Measurement m : results) {
+        rows.add(Json.obj().put("workload", m.workload()).put("variant", m.variant())
+            .put("operation", m.operation()).put("operations", m.operations())
+            .put("opsPerSecond", m.opsPerSecond())
+            .put("p50Micros", m.latency().percentile(50) / 1e3)
+            .put("p99Micros", m.latency().percentile(99) / 1e3));
+      }
+      Json.Obj ratios = Json.obj();
+      for (int i = 0; i + 1 < results.size(); i += 2) {
+        ratios.put(results.get(i).workload(), ratio(results.get(i + 1), results.get(i)));
+      }
+      out.println(Json.obj().put("store", opened.uri().display()).put("threads", threads)
+          .put("measureMillis", measure.toMillis()).put("warmupMillis", warm.toMillis())
+          .put("rounds", rounds).put("results", rows).put("onceOverRaw", ratios));
+      out.flush();
+      return;
+    }
+    String format = "%-9s %-5s %-42s %11s %9s %9s %8s%n";
+    out.printf(Locale.ROOT, format, "workload", "side", "one operation", "ops/s", "p50 ms",
+        "p99 ms", "vs raw");
+    out.printf(Locale.ROOT, format, "-".repeat(9), "-".repeat(5), "-".repeat(42), "-".repeat(11),
+        "-".repeat(9), "-".repeat(9), "-".repeat(8));
+    for (int i = 0; i < results.size(); i++) {
+      Measurement m = results.get(i);
+      String versus = m.variant().equals("raw") ? ""
+          : String.format(Locale.ROOT, "%.2fx", ratio(m, results.get(i - 1)));
+      out.printf(Locale.ROOT, format, m.workload(), m.variant(), m.operation(),
+          String.format(Locale.ROOT, "%.0f", m.opsPerSecond()),
+          String.format(Locale.ROOT, "%.3f", m.latency().percentile(50) / 1e6),
+          String.format(Locale.ROOT, "%.3f", m.latency().percentile(99) / 1e6), versus);
+    }
+    out.printf(Locale.ROOT, "%n\"vs raw\" is Once's throughput over the raw primitives'; Once adds "
+        + "fencing tokens, leases, fingerprint checks and stored outcomes.%n");
+    out.flush();
+  }
+
+  private static double ratio(Measurement once, Measurement raw) {
+    return raw.opsPerSecond() == 0 ? 0 : once.opsPerSecond() / raw.opsPerSecond();
+  }
+
+  private Duration parseDuration(String option, String text) {
+    String t = text.strip().toLowerCase(Locale.ROOT);
+    try {
+      Duration d;
+      if (t.endsWith("ms")) {
+        d = Duration.ofMillis(Long.parseLong(t.substring(0, t.length() - 2)));
+      } else if (t.endsWith("s")) {
+        d = Duration.ofMillis(Math.round(Double.parseDouble(t.substring(0, t.length() - 1))
+            * 1000));
+      } else {
+        throw new NumberFormatException();
+      }
+      if (d.isNegative() || d.compareTo(Duration.ofMinutes(10)) > 0
+          || (option.equals("--duration") && d.isZero())) {
+        throw invalid(option + " must be " + (option.equals("--duration") ? "above 0" : "0 or more")
+            + " and at most 10 minutes, was " + text);
+      }
+      return d;
+    } catch (NumberFormatException e) {
+      throw invalid(option + " must be a time like 3s or 500ms, was " + text);
+    }
+  }
+
+  private ParameterException invalid(String message) {
+    return new ParameterException(spec.commandLine(), message);
+  }
+}

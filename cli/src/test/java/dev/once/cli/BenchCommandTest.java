@@ -1,0 +1,103 @@
+package dev.once.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import picocli.CommandLine;
+
+/** {@code once bench}: both sides measured on each store, scratch tables gone afterwards. */
+class BenchCommandTest {
+
+  /** Short enough for a test; the figures are not asserted, only that both sides ran. */
+  private static final String[] QUICK = {"--duration", "150ms", "--warmup", "0ms", "--rounds", "2",
+      "--threads", "2"};
+
+  private record Run(int exitCode, String out, String err, List<BenchCommand.Measurement> results) {}
+
+  private static Run bench(String... args) {
+    List<String> all = new ArrayList<>(List.of("bench"));
+    all.addAll(List.of(QUICK));
+    all.addAll(List.of(args));
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+    CommandLine commandLine = new CommandLine(new OnceCommand());
+    commandLine.setOut(new PrintWriter(out, true));
+    commandLine.setErr(new PrintWriter(err, true));
+    int exitCode = commandLine.execute(all.toArray(String[]::new));
+    BenchCommand bench = commandLine.getSubcommands().get("bench").getCommand();
+    return new Run(exitCode, out.toString(), err.toString(), bench.lastResults());
+  }
+
+  private static void assertBothSidesOfBothWorkloadsRan(Run run) {
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    assertThat(run.results()).extracting(m -> m.workload() + "/" + m.variant())
+        .containsExactly("new keys/raw", "new keys/once", "replays/raw", "replays/once");
+    assertThat(run.results()).allSatisfy(m -> {
+      assertThat(m.operations()).isPositive();
+      assertThat(m.latency().count()).isEqualTo(m.operations());
+      assertThat(m.latency().percentile(99)).isGreaterThanOrEqualTo(m.latency().percentile(50));
+    });
+  }
+
+  @Test
+  void inMemoryPrintsATableWithRatios() {
+    Run run = bench("--store", "memory:");
+
+    assertBothSidesOfBothWorkloadsRan(run);
+    assertThat(run.out()).contains("ConcurrentHashMap putIfAbsent + put", "ConcurrentHashMap get",
+        "Once.call: claim + run + complete", "vs raw").containsPattern("\\d+\\.\\d\\dx");
+  }
+
+  @Test
+  void onSqliteItUsesScratchTablesAndLeavesTheRecordsAlone(@TempDir Path tmp) throws Exception {
+    Path file = tmp.resolve("once.db");
+    assertThat(CommandRun.run("schema", "--apply", "--store", "sqlite:" + file).exitCode())
+        .isZero();
+
+    Run run = bench("--store", "sqlite:" + file, "--json");
+
+    assertBothSidesOfBothWorkloadsRan(run);
+    assertThat(run.out().strip()).startsWith("{\"store\":\"sqlite:" + file + "\",\"threads\":2,")
+        .contains("\"variant\":\"raw\",\"operation\":\"INSERT ... ON CONFLICT DO NOTHING + "
+            + "UPDATE\"", "\"onceOverRaw\":{\"new keys\":", "\"replays\":").endsWith("}}");
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file);
+         ResultSet tables = c.getMetaData().getTables(null, null, "%", new String[] {"TABLE"})) {
+      List<String> names = new ArrayList<>();
+      while (tables.next()) {
+        names.add(tables.getString("TABLE_NAME"));
+      }
+      assertThat(names).containsExactly("once_records");
+    }
+  }
+
+  @Test
+  void onPostgres() {
+    String url = System.getenv("ONCE_POSTGRES_URL");
+    Run run = bench("--store", url != null && !url.isBlank() ? url
+        : EmbeddedPostgresServer.jdbcUrl());
+
+    assertBothSidesOfBothWorkloadsRan(run);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"--threads=0", "--rounds=0", "--duration=0s", "--duration=abc",
+      "--warmup=-1s", "--duration=11m", "--store=nope:"})
+  void badOptionsAreOneLineErrors(String option) {
+    Run run = bench(option);
+
+    assertThat(run.exitCode()).isEqualTo(2);
+    assertThat(run.err()).startsWith("once bench: ").doesNotContain("\tat ");
+    assertThat(run.err().strip()).doesNotContain("\n");
+  }
+}
