@@ -24,7 +24,7 @@ import java.util.concurrent.Callable;
 @Command(name = "once", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
     description = "Exactly-once effects on top of at-least-once delivery.",
     subcommands = {DemoCommand.class, SchemaCommand.class, InspectCommand.class,
-        MaintenanceCommand.Purge.class, MaintenanceCommand.Reap.class, BenchCommand.class},
+        MaintenanceCommand.Purge.class, MaintenanceCommand.Reap.class, BenchCommand.class, ServeCommand.class},
     modelTransformer = OnceCommand.OneLineErrors.class)
 public final class OnceCommand implements Callable<Integer> {
 

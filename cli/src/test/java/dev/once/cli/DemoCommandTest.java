@@ -169,7 +169,7 @@ class DemoCommandTest {
         "--seed", "--lease-ms", "--store", "sqlite:./once-data/once.db", "postgres://",
         "mariadb://");
 
-    for (String command : List.of("schema", "inspect", "purge", "reap")) {
+    for (String command : List.of("schema", "inspect", "purge", "reap", "bench", "serve")) {
       Run help = run(command, "--help");
       assertThat(help.exitCode()).as(command).isZero();
       assertThat(help.out()).as(command).contains("Usage: once " + command, "--store");

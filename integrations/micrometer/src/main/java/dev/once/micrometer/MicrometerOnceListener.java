@@ -1,0 +1,223 @@
+package dev.once.micrometer;
+
+import dev.once.IdempotencyKey;
+import dev.once.OnceListener;
+import dev.once.spi.IdempotencyStore;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * An {@link OnceListener} that records Micrometer meters, named in {@link OnceMetrics}: a counter
+ * of outcomes, a timer of executions and a timer of store calls, tagged with the scope and the
+ * store.
+ *
+ * <pre>{@code
+ * Once once = Once.builder(store)
+ *     .listener(MicrometerOnceListener.builder(registry).store(store).build())
+ *     .build();
+ * }</pre>
+ *
+ * <p>Thread-safe; meters are registered on first use and cached. One listener may serve several
+ * {@code Once} instances over the same store.
+ */
+public final class MicrometerOnceListener implements OnceListener {
+
+  /** Bound on the executions one thread tracks at once; only nesting makes more than one. */
+  private static final int MAX_TRACKED_PER_THREAD = 64;
+
+  private final MeterRegistry registry;
+  private final Tags commonTags;
+  private final boolean scopeTag;
+  private final Map<String, Counter> counters = new ConcurrentHashMap<>();
+  private final Map<String, Timer> timers = new ConcurrentHashMap<>();
+  /**
+   * When each execution on this thread started. Once tells a listener about one execution on the
+   * calling thread, so failures can be timed though {@link #onFailed} carries no duration.
+   */
+  private final ThreadLocal<Map<Execution, Long>> started =
+      ThreadLocal.withInitial(HashMap::new);
+
+  private record Execution(IdempotencyKey key, long token) {}
+
+  private MicrometerOnceListener(Builder b) {
+    this.registry = b.registry;
+    this.commonTags = b.tags.and(OnceMetrics.TAG_STORE, b.store);
+    this.scopeTag = b.scopeTag;
+  }
+
+  /** A builder recording into {@code registry}. */
+  public static Builder builder(MeterRegistry registry) {
+    return new Builder(registry);
+  }
+
+  /**
+   * A listener recording into {@code registry}, tagged with {@code store}'s name (see
+   * {@link Builder#store(IdempotencyStore)}).
+   */
+  public static MicrometerOnceListener of(MeterRegistry registry, IdempotencyStore store) {
+    return builder(registry).store(store).build();
+  }
+
+  @Override
+  public void onAcquired(IdempotencyKey key, long token, boolean takeover) {
+    count(takeover ? OnceMetrics.TAKEOVER : OnceMetrics.ACQUIRED, key);
+    Map<Execution, Long> mine = started.get();
+    if (mine.size() >= MAX_TRACKED_PER_THREAD) {
+      // Executions whose end was never reported (the store failed on completion): forget them.
+      mine.clear();
+    }
+    mine.put(new Execution(key, token), System.nanoTime());
+  }
+
+  @Override
+  public void onReplayed(IdempotencyKey key) {
+    count(OnceMetrics.REPLAYED, key);
+  }
+
+  @Override
+  public void onInProgress(IdempotencyKey key) {
+    count(OnceMetrics.IN_PROGRESS, key);
+  }
+
+  @Override
+  public void onMismatch(IdempotencyKey key) {
+    count(OnceMetrics.MISMATCH, key);
+  }
+
+  @Override
+  public void onCompleted(IdempotencyKey key, long token, Duration elapsed) {
+    started.get().remove(new Execution(key, token));
+    count(OnceMetrics.COMPLETED, key);
+    executionTimer(OnceMetrics.COMPLETED, key).record(elapsed);
+  }
+
+  @Override
+  public void onFailed(IdempotencyKey key, long token, Throwable failure, boolean terminal) {
+    String result = terminal ? OnceMetrics.FAILED_TERMINAL : OnceMetrics.FAILED;
+    count(result, key);
+    recordEnd(result, key, token);
+  }
+
+  @Override
+  public void onLeaseLost(IdempotencyKey key, long token) {
+    count(OnceMetrics.LEASE_LOST, key);
+    recordEnd(OnceMetrics.LEASE_LOST, key, token);
+  }
+
+  @Override
+  public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
+    String result = succeeded ? OnceMetrics.SUCCESS : OnceMetrics.ERROR;
+    timers.computeIfAbsent("store\0" + operation + "\0" + result, k -> Timer
+        .builder(OnceMetrics.STORE_CALLS)
+        .description("Calls to the idempotency store")
+        .tags(commonTags)
+        .tag(OnceMetrics.TAG_OPERATION, operation)
+        .tag(OnceMetrics.TAG_RESULT, result)
+        .register(registry)).record(elapsed);
+  }
+
+  private void recordEnd(String result, IdempotencyKey key, long token) {
+    Long start = started.get().remove(new Execution(key, token));
+    if (start != null) {
+      executionTimer(result, key).record(Duration.ofNanos(System.nanoTime() - start));
+    }
+  }
+
+  private void count(String outcome, IdempotencyKey key) {
+    String scope = scope(key);
+    counters.computeIfAbsent(outcome + "\0" + scope, k -> Counter
+        .builder(OnceMetrics.OUTCOMES)
+        .description("Idempotent calls by outcome")
+        .tags(commonTags)
+        .tag(OnceMetrics.TAG_OUTCOME, outcome)
+        .tag(OnceMetrics.TAG_SCOPE, scope)
+        .register(registry)).increment();
+  }
+
+  private Timer executionTimer(String result, IdempotencyKey key) {
+    String scope = scope(key);
+    return timers.computeIfAbsent("exec\0" + result + "\0" + scope, k -> Timer
+        .builder(OnceMetrics.EXECUTIONS)
+        .description("Executions of the logic, from the claim to the stored outcome")
+        .tags(commonTags)
+        .tag(OnceMetrics.TAG_RESULT, result)
+        .tag(OnceMetrics.TAG_SCOPE, scope)
+        .register(registry));
+  }
+
+  private String scope(IdempotencyKey key) {
+    return scopeTag ? key.scope() : "all";
+  }
+
+  /** Configures a {@link MicrometerOnceListener}. */
+  public static final class Builder {
+    private final MeterRegistry registry;
+    private String store = OnceMetrics.DEFAULT_STORE;
+    private Tags tags = Tags.empty();
+    private boolean scopeTag = true;
+
+    private Builder(MeterRegistry registry) {
+      this.registry = Objects.requireNonNull(registry, "registry");
+    }
+
+    /** The {@link OnceMetrics#TAG_STORE} value, e.g. {@code jdbc}, {@code redis}. */
+    public Builder storeName(String name) {
+      Objects.requireNonNull(name, "name");
+      if (name.isBlank()) {
+        throw new IllegalArgumentException("store name must not be blank");
+      }
+      this.store = name;
+      return this;
+    }
+
+    /**
+     * The {@link OnceMetrics#TAG_STORE} value derived from the store's class: its simple name
+     * without a trailing {@code Store}, lower-case ({@code InMemoryStore} → {@code inmemory},
+     * {@code JdbcStore} → {@code jdbc}).
+     */
+    public Builder store(IdempotencyStore store) {
+      Objects.requireNonNull(store, "store");
+      String name = store.getClass().getSimpleName();
+      if (name.endsWith("Store") && name.length() > "Store".length()) {
+        name = name.substring(0, name.length() - "Store".length());
+      }
+      return storeName(name.isEmpty() ? "store" : name.toLowerCase(Locale.ROOT));
+    }
+
+    /** Tags added to every meter, e.g. the application's name. */
+    public Builder tags(Iterable<Tag> tags) {
+      this.tags = Tags.of(Objects.requireNonNull(tags, "tags"));
+      return this;
+    }
+
+    /** As {@link #tags(Iterable)}, from key-value pairs. */
+    public Builder tags(String... keyValues) {
+      this.tags = Tags.of(Objects.requireNonNull(keyValues, "keyValues"));
+      return this;
+    }
+
+    /**
+     * Whether meters are tagged with the key's scope (default true). Turn it off when scopes are
+     * many (say, derived from URL paths) and the tag's cardinality would hurt; meters then carry
+     * {@code scope=all}.
+     */
+    public Builder scopeTag(boolean enabled) {
+      this.scopeTag = enabled;
+      return this;
+    }
+
+    /** The listener. */
+    public MicrometerOnceListener build() {
+      return new MicrometerOnceListener(this);
+    }
+  }
+}

@@ -1,0 +1,635 @@
+package dev.once.servlet;
+
+import dev.once.Attempt;
+import dev.once.FailurePolicy;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.InvalidKeyException;
+import dev.once.KeyReusedException;
+import dev.once.LeaseLostException;
+import dev.once.Once;
+import dev.once.PayloadTooLargeException;
+import dev.once.ReplayedFailureException;
+import dev.once.RequestInProgressException;
+import dev.once.Result;
+import dev.once.StoreUnavailableException;
+import dev.once.internal.Checks;
+import dev.once.servlet.internal.CachedBodyRequest;
+import dev.once.servlet.internal.CapturingResponse;
+import dev.once.servlet.internal.KeyHeader;
+import dev.once.servlet.internal.PathPatterns;
+import dev.once.servlet.internal.Problems;
+import dev.once.servlet.internal.RequestFingerprint;
+import dev.once.servlet.internal.ResponseNotStored;
+import dev.once.servlet.internal.StoredResponse;
+import dev.once.servlet.internal.StoredResponseCodec;
+import dev.once.servlet.internal.Tenants;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * A Jakarta Servlet filter that makes unsafe HTTP requests idempotent per the IETF
+ * {@code Idempotency-Key} header draft (draft-ietf-httpapi-idempotency-key-header), the way
+ * Stripe's API behaves: the first request with a key runs the application once; every retry with
+ * the same key and the same request gets the original response back, marked
+ * {@code Idempotent-Replayed: true}.
+ *
+ * <pre>{@code
+ * IdempotencyFilter filter = IdempotencyFilter.builder(once)   // Once over any store
+ *     .paths("/payments/**")                                   // POST and PATCH by default
+ *     .tenantResolver(TenantResolver.principal())              // one client never sees another's
+ *     .build();
+ * servletContext.addFilter("idempotency", filter).addMappingForUrlPatterns(null, false, "/*");
+ * }</pre>
+ *
+ * <p>What it answers itself ({@code application/problem+json}, see {@link IdempotencyProblem}):
+ * a missing key 400, a malformed key 400, an unidentified caller 403, a body over
+ * {@link Builder#maxRequestBytes} 413, a key reused for another request 422, a request whose
+ * original still runs 409 with {@code Retry-After} (or, if the {@link Once} waits in progress,
+ * the replay once it finishes), a store failure before the application ran 503.
+ *
+ * <p>Stored and replayed: responses below 500 (500 and above only with
+ * {@link Builder#storeServerErrors}), with the allow-listed headers ({@link Builder#replayHeaders})
+ * and never {@code Set-Cookie}, {@code Authorization} or the headers of
+ * {@link Builder#neverStoreHeaders}. Not stored, the claim released as retryable (FAILED): a 5xx,
+ * an exception out of the application, a response sent with {@code sendError} (the container
+ * renders it after the filter returns), a response larger than {@link Builder#maxResponseBytes}
+ * (logged as a warning), and async processing (not supported). The application's response is
+ * passed to the client as it is written; only a copy is kept.
+ *
+ * <p>The running {@link Attempt} is available to the application through {@link #attempt}; pass
+ * its {@link Attempt#key()} to downstream services so a re-run after a crash is deduplicated
+ * there too. Thread-safe.
+ */
+public final class IdempotencyFilter implements Filter {
+
+  /** The request header that carries the key, per the IETF draft. */
+  public static final String IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+  /** The response header that marks a replay. */
+  public static final String REPLAYED_HEADER = "Idempotent-Replayed";
+  /** The request attribute holding the running {@link Attempt} while the application runs. */
+  public static final String ATTEMPT_ATTRIBUTE = IdempotencyFilter.class.getName() + ".attempt";
+  /** The scope of every key unless {@link Builder#scope} says otherwise. */
+  public static final String DEFAULT_SCOPE = "http";
+  /** The methods protected unless {@link Builder#methods} says otherwise. */
+  public static final List<String> DEFAULT_METHODS = List.of("POST", "PATCH");
+  /** The response headers stored and replayed unless {@link Builder#replayHeaders} says otherwise. */
+  public static final List<String> DEFAULT_REPLAY_HEADERS = List.of("Content-Type",
+      "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified", "Link");
+  /** Headers never stored nor replayed, whatever the configuration. */
+  public static final List<String> ALWAYS_EXCLUDED_HEADERS = List.of("Set-Cookie", "Set-Cookie2",
+      "Authorization", "Proxy-Authorization");
+  /** Headers the replay computes or that belong to one connection: refused in the allow-list. */
+  private static final List<String> FRAMING_HEADERS = List.of("Content-Length",
+      "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "Trailer", "TE",
+      REPLAYED_HEADER);
+  /** The default bound on a request body read for its fingerprint: 1 MiB. */
+  public static final int DEFAULT_MAX_REQUEST_BYTES = 1 << 20;
+  /** The default wait a 409 asks for before a retry. */
+  public static final Duration DEFAULT_RETRY_AFTER = Duration.ofSeconds(1);
+
+  private static final System.Logger LOG = System.getLogger(IdempotencyFilter.class.getName());
+  private static final String HANDLED_ATTRIBUTE = IdempotencyFilter.class.getName() + ".handled";
+
+  private final Once once;
+  private final Set<String> methods;
+  private final PathPatterns paths;
+  private final PathPatterns excludedPaths;
+  private final String scope;
+  private final TenantResolver tenantResolver;
+  private final String keyHeader;
+  private final boolean keyRequired;
+  private final List<String> replayHeaders;
+  private final Set<String> neverStored;
+  private final boolean storeServerErrors;
+  private final int maxRequestBytes;
+  private final int maxResponseBytes;
+  private final Duration retryAfter;
+
+  private IdempotencyFilter(Builder b) {
+    this.once = withReleasableClaims(b.once);
+    this.methods = Set.copyOf(b.methods);
+    this.paths = PathPatterns.of(b.paths);
+    this.excludedPaths = PathPatterns.of(b.excludedPaths);
+    this.scope = b.scope;
+    this.tenantResolver = b.tenantResolver;
+    this.keyHeader = b.keyHeader;
+    this.keyRequired = b.keyRequired;
+    this.replayHeaders = List.copyOf(b.replayHeaders);
+    this.neverStored = b.neverStored();
+    this.storeServerErrors = b.storeServerErrors;
+    this.maxRequestBytes = b.maxRequestBytes;
+    this.maxResponseBytes = b.maxResponseBytes != null ? b.maxResponseBytes
+        : once.config().maxPayloadBytes();
+    this.retryAfter = b.retryAfter;
+  }
+
+  /**
+   * {@code once} with the same settings, except that the filter's own release signal is never
+   * terminal whatever the failure policy says: the application's exceptions are judged by the
+   * policy, the responses the filter decides not to store always stay retryable.
+   */
+  private static Once withReleasableClaims(Once once) {
+    Once.Config config = once.config();
+    FailurePolicy policy = config.failurePolicy();
+    Once.Builder builder = Once.builder(config.store())
+        .lease(config.lease())
+        .retention(config.retention())
+        .onInProgress(config.inProgress())
+        .failurePolicy(FailurePolicy.retryAll()
+            .terminalIf(e -> !(e instanceof ResponseNotStored) && policy.isTerminal(e)))
+        .maxPayloadBytes(config.maxPayloadBytes())
+        .clock(config.clock())
+        .sleeper(config.sleeper())
+        .listener(config.listener());
+    if (config.heartbeat() != null) {
+      builder.heartbeat(config.heartbeat());
+    }
+    return builder.build();
+  }
+
+  /** A builder for a filter running requests through {@code once} (any store, lease mode). */
+  public static Builder builder(Once once) {
+    return new Builder(once);
+  }
+
+  /**
+   * The attempt running for this request, while the application handles a protected request;
+   * empty elsewhere. Its {@link Attempt#key()} is a stable key for downstream calls.
+   */
+  public static Optional<Attempt> attempt(ServletRequest request) {
+    Object attempt = request.getAttribute(ATTEMPT_ATTRIBUTE);
+    return attempt instanceof Attempt a ? Optional.of(a) : Optional.empty();
+  }
+
+  @Override
+  public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
+      throws IOException, ServletException {
+    if (!(req instanceof HttpServletRequest request)
+        || !(res instanceof HttpServletResponse response)
+        || request.getDispatcherType() != DispatcherType.REQUEST
+        || request.getAttribute(HANDLED_ATTRIBUTE) != null
+        || !protects(request)) {
+      chain.doFilter(req, res);
+      return;
+    }
+    request.setAttribute(HANDLED_ATTRIBUTE, Boolean.TRUE);
+
+    KeyHeader.Parsed parsed = KeyHeader.parse(request.getHeaders(keyHeader), keyHeader);
+    if (parsed.missing()) {
+      if (keyRequired) {
+        Problems.send(response, IdempotencyProblem.KEY_MISSING, request.getMethod() + " "
+            + path(request) + " requires an " + keyHeader + " header");
+      } else {
+        chain.doFilter(request, response);
+      }
+      return;
+    }
+    if (!parsed.valid()) {
+      Problems.send(response, IdempotencyProblem.KEY_INVALID, parsed.problem());
+      return;
+    }
+    String identity = tenantResolver.resolve(request);
+    if (identity == null) {
+      Problems.send(response, IdempotencyProblem.TENANT_UNKNOWN,
+          "the caller could not be identified, so its " + keyHeader + " cannot be scoped to it");
+      return;
+    }
+    byte[] body = CachedBodyRequest.readBody(request, maxRequestBytes);
+    if (body == null) {
+      Problems.send(response, IdempotencyProblem.REQUEST_TOO_LARGE,
+          "a request with an " + keyHeader + " may have a body of at most " + maxRequestBytes
+              + " bytes");
+      return;
+    }
+    IdempotencyKey key;
+    try {
+      key = new IdempotencyKey(scope, Tenants.normalize(identity), parsed.key());
+    } catch (InvalidKeyException e) {
+      Problems.send(response, IdempotencyProblem.KEY_INVALID, e.getMessage());
+      return;
+    }
+    Fingerprint fingerprint = RequestFingerprint.of(request.getMethod(), path(request),
+        request.getQueryString(), request.getContentType(), body);
+    handle(new CachedBodyRequest(request, body), response, chain, key, fingerprint);
+  }
+
+  private void handle(CachedBodyRequest request, HttpServletResponse response, FilterChain chain,
+      IdempotencyKey key, Fingerprint fingerprint) throws IOException, ServletException {
+    boolean[] ran = {false};
+    Result<StoredResponse> result;
+    try {
+      result = once.<StoredResponse, Exception>call(key, fingerprint, StoredResponseCodec.INSTANCE,
+          attempt -> {
+            ran[0] = true;
+            return runApplication(attempt, request, response, chain);
+          });
+    } catch (ResponseNotStored e) {
+      LOG.log(e.level(), () -> "response to " + describe(request, key) + " sent but not stored: "
+          + e.getMessage() + "; the key may be retried");
+      return;
+    } catch (KeyReusedException e) {
+      Problems.send(response, IdempotencyProblem.KEY_REUSED, "this " + keyHeader
+          + " was already used for a request with another method, path, query or body");
+      return;
+    } catch (RequestInProgressException e) {
+      long seconds = retryAfterSeconds(e.retryAfter());
+      if (!response.isCommitted()) {
+        response.setHeader("Retry-After", Long.toString(seconds));
+      }
+      Problems.send(response, IdempotencyProblem.IN_PROGRESS, "a request with this " + keyHeader
+          + " is still being processed; retry after " + seconds + " s");
+      return;
+    } catch (ReplayedFailureException e) {
+      if (!response.isCommitted()) {
+        response.setHeader(REPLAYED_HEADER, "true");
+      }
+      Problems.send(response, IdempotencyProblem.ORIGINAL_FAILED,
+          "the original request with this " + keyHeader + " failed");
+      return;
+    } catch (LeaseLostException | PayloadTooLargeException e) {
+      // Only possible once the application ran: its response was sent and stands.
+      LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request, key)
+          + " sent but not stored: " + e.getMessage());
+      return;
+    } catch (StoreUnavailableException e) {
+      if (ran[0]) {
+        LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request, key)
+            + " sent but not stored: " + e.getMessage(), e);
+        return;
+      }
+      LOG.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
+      if (!response.isCommitted()) {
+        response.setHeader("Retry-After", "1");
+      }
+      Problems.send(response, IdempotencyProblem.STORE_UNAVAILABLE,
+          "the idempotency store could not be reached; nothing was executed");
+      return;
+    } catch (IOException | ServletException | RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new ServletException(e);
+    }
+    if (result.replayed()) {
+      replay(response, result.value());
+    }
+  }
+
+  private StoredResponse runApplication(Attempt attempt, CachedBodyRequest request,
+      HttpServletResponse response, FilterChain chain) throws IOException, ServletException {
+    CapturingResponse capture = new CapturingResponse(response, maxResponseBytes);
+    request.setAttribute(ATTEMPT_ATTRIBUTE, attempt);
+    try {
+      chain.doFilter(request, capture);
+    } finally {
+      request.removeAttribute(ATTEMPT_ATTRIBUTE);
+    }
+    capture.finish();
+    if (request.isAsyncStarted()) {
+      throw new ResponseNotStored("the application started async processing, which the "
+          + "filter does not capture", System.Logger.Level.WARNING);
+    }
+    int status = capture.getStatus();
+    if (capture.errorSent()) {
+      throw new ResponseNotStored("the application called sendError(" + status
+          + "), whose page the container renders after the filter", System.Logger.Level.DEBUG);
+    }
+    if (status >= 500 && !storeServerErrors) {
+      throw new ResponseNotStored("status " + status + " is retryable",
+          System.Logger.Level.DEBUG);
+    }
+    if (capture.overflowed()) {
+      throw new ResponseNotStored("the body is larger than maxResponseBytes ("
+          + maxResponseBytes + ")", System.Logger.Level.WARNING);
+    }
+    return new StoredResponse(status, storedHeaders(capture), capture.body());
+  }
+
+  private List<StoredResponse.Header> storedHeaders(HttpServletResponse response) {
+    List<StoredResponse.Header> headers = new ArrayList<>();
+    for (String name : replayHeaders) {
+      if (neverStored.contains(name.toLowerCase(Locale.ROOT))) {
+        continue;
+      }
+      if (name.equalsIgnoreCase("Content-Type")) {
+        // Containers keep the content type apart from the other headers until commit.
+        String type = response.getContentType();
+        if (type != null) {
+          headers.add(new StoredResponse.Header(name, type));
+        }
+        continue;
+      }
+      Collection<String> values = response.getHeaders(name);
+      if (values != null) {
+        for (String value : values) {
+          headers.add(new StoredResponse.Header(name, value));
+        }
+      }
+    }
+    return headers;
+  }
+
+  private static void replay(HttpServletResponse response, StoredResponse stored)
+      throws IOException {
+    response.setStatus(stored.status());
+    for (StoredResponse.Header header : stored.headers()) {
+      if (header.name().equalsIgnoreCase("Content-Type")) {
+        response.setContentType(header.value());
+      } else {
+        response.addHeader(header.name(), header.value());
+      }
+    }
+    response.setHeader(REPLAYED_HEADER, "true");
+    response.setContentLength(stored.body().length);
+    if (stored.body().length > 0) {
+      response.getOutputStream().write(stored.body());
+    }
+  }
+
+  private boolean protects(HttpServletRequest request) {
+    if (!methods.contains(request.getMethod())) {
+      return false;
+    }
+    String path = path(request);
+    return paths.matches(path) && !excludedPaths.matches(path);
+  }
+
+  /** The decoded, normalised path within the application, as the container mapped it. */
+  private static String path(HttpServletRequest request) {
+    String pathInfo = request.getPathInfo();
+    String path = request.getServletPath() + (pathInfo == null ? "" : pathInfo);
+    return path.isEmpty() ? "/" : path;
+  }
+
+  private long retryAfterSeconds(Duration leaseLeft) {
+    Duration wait = leaseLeft.compareTo(retryAfter) < 0 ? leaseLeft : retryAfter;
+    long seconds = wait.getSeconds() + (wait.getNano() > 0 ? 1 : 0);
+    return Math.max(1, seconds);
+  }
+
+  private static String describe(HttpServletRequest request, IdempotencyKey key) {
+    return request.getMethod() + " " + path(request) + " (key " + key + ")";
+  }
+
+  @Override
+  public String toString() {
+    return "IdempotencyFilter[methods=" + new TreeSet<>(methods) + ", paths=" + paths.sources()
+        + ", excludePaths=" + excludedPaths.sources() + ", scope=" + scope + ", keyHeader="
+        + keyHeader + ", keyRequired=" + keyRequired + ", replayHeaders=" + replayHeaders
+        + ", storeServerErrors=" + storeServerErrors + ", maxRequestBytes=" + maxRequestBytes
+        + ", maxResponseBytes=" + maxResponseBytes + ", retryAfter=" + retryAfter + "]";
+  }
+
+  /**
+   * Configures an {@link IdempotencyFilter}. Every setter validates at once; defaults: methods
+   * POST and PATCH, every path, scope {@value #DEFAULT_SCOPE}, one shared tenant, header
+   * {@value #IDEMPOTENCY_KEY_HEADER} required, {@link #DEFAULT_REPLAY_HEADERS}, 5xx not stored,
+   * request bodies up to 1 MiB, responses up to the {@link Once}'s payload bound, 409s asking for
+   * a retry after 1 s. Lease, retention, waiting while in progress, the clock and metrics are the
+   * {@link Once}'s.
+   */
+  public static final class Builder {
+    private final Once once;
+    private List<String> methods = DEFAULT_METHODS;
+    private List<String> paths = List.of("/**");
+    private List<String> excludedPaths = List.of();
+    private String scope = DEFAULT_SCOPE;
+    private TenantResolver tenantResolver = TenantResolver.none();
+    private String keyHeader = IDEMPOTENCY_KEY_HEADER;
+    private boolean keyRequired = true;
+    private List<String> replayHeaders = DEFAULT_REPLAY_HEADERS;
+    private List<String> extraNeverStored = List.of();
+    private boolean storeServerErrors;
+    private int maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
+    private Integer maxResponseBytes;
+    private Duration retryAfter = DEFAULT_RETRY_AFTER;
+
+    private Builder(Once once) {
+      this.once = Objects.requireNonNull(once, "once");
+    }
+
+    /** The HTTP methods protected (case-insensitive, stored upper-case); default POST, PATCH. */
+    public Builder methods(String... methods) {
+      return methods(Arrays.asList(Objects.requireNonNull(methods, "methods")));
+    }
+
+    /** As {@link #methods(String...)}. */
+    public Builder methods(Collection<String> methods) {
+      Objects.requireNonNull(methods, "methods");
+      List<String> upper = new ArrayList<>();
+      for (String method : methods) {
+        Objects.requireNonNull(method, "method");
+        if (method.isEmpty() || !method.chars().allMatch(Builder::isTokenChar)) {
+          throw new IllegalArgumentException("not an HTTP method: '" + method + "'");
+        }
+        upper.add(method.toUpperCase(Locale.ROOT));
+      }
+      if (upper.isEmpty()) {
+        throw new IllegalArgumentException("protect at least one method");
+      }
+      this.methods = List.copyOf(upper);
+      return this;
+    }
+
+    /**
+     * The paths protected, as patterns over the path within the application: {@code /charges},
+     * {@code /charges/*} ({@code *} within one segment), {@code /payments/**} ({@code **} any
+     * number of segments). Default {@code /**}: every path.
+     */
+    public Builder paths(String... patterns) {
+      return paths(Arrays.asList(Objects.requireNonNull(patterns, "patterns")));
+    }
+
+    /** As {@link #paths(String...)}. */
+    public Builder paths(Collection<String> patterns) {
+      List<String> copy = List.copyOf(patterns);
+      if (copy.isEmpty()) {
+        throw new IllegalArgumentException("protect at least one path pattern");
+      }
+      copy.forEach(PathPatterns::validate);
+      this.paths = copy;
+      return this;
+    }
+
+    /** Paths left unprotected although {@link #paths} matches them. Default none. */
+    public Builder excludePaths(String... patterns) {
+      return excludePaths(Arrays.asList(Objects.requireNonNull(patterns, "patterns")));
+    }
+
+    /** As {@link #excludePaths(String...)}. */
+    public Builder excludePaths(Collection<String> patterns) {
+      List<String> copy = List.copyOf(patterns);
+      copy.forEach(PathPatterns::validate);
+      this.excludedPaths = copy;
+      return this;
+    }
+
+    /**
+     * The scope of every key this filter claims, default {@value #DEFAULT_SCOPE}. One scope for
+     * all routes means a key reused on another route is answered 422, as Stripe does; give each
+     * service sharing a store its own scope (e.g. its name). 1–128 visible ASCII characters.
+     */
+    public Builder scope(String scope) {
+      IdempotencyKey.of(Objects.requireNonNull(scope, "scope"), "probe");
+      this.scope = scope;
+      return this;
+    }
+
+    /** Who the caller is, so tenants never share records. Default {@link TenantResolver#none()}. */
+    public Builder tenantResolver(TenantResolver resolver) {
+      this.tenantResolver = Objects.requireNonNull(resolver, "resolver");
+      return this;
+    }
+
+    /** The request header carrying the key, default {@value #IDEMPOTENCY_KEY_HEADER}. */
+    public Builder keyHeader(String name) {
+      Objects.requireNonNull(name, "name");
+      if (name.isEmpty() || !name.chars().allMatch(Builder::isTokenChar)) {
+        throw new IllegalArgumentException("not a header name: '" + name + "'");
+      }
+      this.keyHeader = name;
+      return this;
+    }
+
+    /**
+     * Whether a protected request without a key is refused (400, the default) or passed to the
+     * application unprotected, for a gradual rollout.
+     */
+    public Builder keyRequired(boolean required) {
+      this.keyRequired = required;
+      return this;
+    }
+
+    /**
+     * The response headers stored and replayed, replacing {@link #DEFAULT_REPLAY_HEADERS}.
+     * {@code Content-Length} and connection headers are refused (the replay computes them), as
+     * are {@link #ALWAYS_EXCLUDED_HEADERS} and {@link #neverStoreHeaders}.
+     */
+    public Builder replayHeaders(String... names) {
+      return replayHeaders(Arrays.asList(Objects.requireNonNull(names, "names")));
+    }
+
+    /** As {@link #replayHeaders(String...)}. */
+    public Builder replayHeaders(Collection<String> names) {
+      List<String> copy = new ArrayList<>();
+      for (String name : List.copyOf(names)) {
+        if (name.isEmpty() || !name.chars().allMatch(Builder::isTokenChar)) {
+          throw new IllegalArgumentException("not a header name: '" + name + "'");
+        }
+        if (containsIgnoreCase(FRAMING_HEADERS, name)) {
+          throw new IllegalArgumentException(name + " is computed by the replay, not stored");
+        }
+        if (containsIgnoreCase(ALWAYS_EXCLUDED_HEADERS, name)) {
+          throw new IllegalArgumentException(name + " is never stored nor replayed");
+        }
+        if (!containsIgnoreCase(copy, name)) {
+          copy.add(name);
+        }
+      }
+      this.replayHeaders = List.copyOf(copy);
+      return this;
+    }
+
+    /**
+     * Further headers never stored nor replayed, in addition to
+     * {@link #ALWAYS_EXCLUDED_HEADERS}; {@link #build()} refuses an allow-list naming one.
+     */
+    public Builder neverStoreHeaders(String... names) {
+      return neverStoreHeaders(Arrays.asList(Objects.requireNonNull(names, "names")));
+    }
+
+    /** As {@link #neverStoreHeaders(String...)}. */
+    public Builder neverStoreHeaders(Collection<String> names) {
+      List<String> copy = List.copyOf(names);
+      for (String name : copy) {
+        if (name.isEmpty() || !name.chars().allMatch(Builder::isTokenChar)) {
+          throw new IllegalArgumentException("not a header name: '" + name + "'");
+        }
+      }
+      this.extraNeverStored = copy;
+      return this;
+    }
+
+    /**
+     * Whether responses with status 500 and above are stored and replayed, as Stripe does, rather
+     * than releasing the key for a retry (the default).
+     */
+    public Builder storeServerErrors(boolean store) {
+      this.storeServerErrors = store;
+      return this;
+    }
+
+    /** The largest request body read and fingerprinted, default 1 MiB; larger ones get 413. */
+    public Builder maxRequestBytes(int bytes) {
+      this.maxRequestBytes = Checks.positive(bytes, "maxRequestBytes");
+      return this;
+    }
+
+    /**
+     * The largest response body stored, default the {@link Once}'s payload bound (which also caps
+     * the stored form with its headers). A larger response is sent, not stored, and the claim is
+     * released as retryable, with a warning in the log.
+     */
+    public Builder maxResponseBytes(int bytes) {
+      this.maxResponseBytes = Checks.positive(bytes, "maxResponseBytes");
+      return this;
+    }
+
+    /**
+     * How long a 409 asks the client to wait ({@code Retry-After}, whole seconds, at least 1),
+     * never more than the original's lease has left. Default 1 s.
+     */
+    public Builder retryAfter(Duration wait) {
+      this.retryAfter = Checks.positive(wait, "retryAfter");
+      return this;
+    }
+
+    /**
+     * The filter.
+     *
+     * @throws IllegalArgumentException if a replayed header is also one never stored
+     */
+    public IdempotencyFilter build() {
+      Set<String> never = neverStored();
+      for (String name : replayHeaders) {
+        if (never.contains(name.toLowerCase(Locale.ROOT))) {
+          throw new IllegalArgumentException(name + " is both replayed and never stored");
+        }
+      }
+      return new IdempotencyFilter(this);
+    }
+
+    private Set<String> neverStored() {
+      Set<String> names = new LinkedHashSet<>();
+      ALWAYS_EXCLUDED_HEADERS.forEach(n -> names.add(n.toLowerCase(Locale.ROOT)));
+      extraNeverStored.forEach(n -> names.add(n.toLowerCase(Locale.ROOT)));
+      return Set.copyOf(names);
+    }
+
+    private static boolean containsIgnoreCase(List<String> names, String name) {
+      return names.stream().anyMatch(n -> n.equalsIgnoreCase(name));
+    }
+
+    private static boolean isTokenChar(int c) {
+      return c > 0x20 && c < 0x7F && "\"(),/:;<=>?@[\\]{}".indexOf(c) < 0;
+    }
+  }
+}

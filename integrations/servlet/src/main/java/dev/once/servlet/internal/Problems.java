@@ -1,0 +1,59 @@
+package dev.once.servlet.internal;
+
+import dev.once.servlet.IdempotencyProblem;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+
+/** Writes RFC 9457 {@code application/problem+json} answers. */
+public final class Problems {
+
+  /** The media type of every answer the filter writes itself. */
+  public static final String MEDIA_TYPE = "application/problem+json";
+
+  private Problems() {}
+
+  /** Answers {@code problem} with {@code detail}, unless the response is already committed. */
+  public static void send(HttpServletResponse response, IdempotencyProblem problem, String detail)
+      throws IOException {
+    if (response.isCommitted()) {
+      return;
+    }
+    response.resetBuffer();
+    response.setStatus(problem.status());
+    response.setContentType(MEDIA_TYPE);
+    byte[] body = json(problem, detail).getBytes(StandardCharsets.UTF_8);
+    response.setContentLength(body.length);
+    response.getOutputStream().write(body);
+  }
+
+  /** The JSON body. */
+  public static String json(IdempotencyProblem problem, String detail) {
+    return "{\"type\":" + quote(problem.type())
+        + ",\"title\":" + quote(problem.title())
+        + ",\"status\":" + problem.status()
+        + ",\"detail\":" + quote(detail) + "}";
+  }
+
+  private static String quote(String text) {
+    StringBuilder out = new StringBuilder(text.length() + 2).append('"');
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      switch (c) {
+        case '"' -> out.append("\\\"");
+        case '\\' -> out.append("\\\\");
+        case '\n' -> out.append("\\n");
+        case '\r' -> out.append("\\r");
+        case '\t' -> out.append("\\t");
+        default -> {
+          if (c < 0x20) {
+            out.append(String.format("\\u%04x", (int) c));
+          } else {
+            out.append(c);
+          }
+        }
+      }
+    }
+    return out.append('"').toString();
+  }
+}

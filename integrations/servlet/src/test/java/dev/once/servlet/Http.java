@@ -1,0 +1,89 @@
+package dev.once.servlet;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+
+/** A real HTTP client against a {@link TestServer}. */
+final class Http {
+
+  private final TestServer server;
+  private final HttpClient client = HttpClient.newBuilder()
+      .version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(5))
+      .build();
+
+  Http(TestServer server) {
+    this.server = server;
+  }
+
+  /** A request builder for {@code pathAndQuery}, with a generous timeout. */
+  HttpRequest.Builder request(String pathAndQuery) {
+    return HttpRequest.newBuilder(server.uri(pathAndQuery)).timeout(Duration.ofSeconds(30));
+  }
+
+  /** POST with a JSON body as {@code user}, with key header {@code key} when not null. */
+  HttpResponse<byte[]> post(String path, String user, String key, String json) {
+    return send(post(path, user, key, json, "application/json"));
+  }
+
+  HttpRequest post(String path, String user, String key, String body, String contentType) {
+    HttpRequest.Builder b = request(path).header("Content-Type", contentType)
+        .POST(HttpRequest.BodyPublishers.ofString(body));
+    if (user != null) {
+      b.header("X-User", user);
+    }
+    if (key != null) {
+      b.header("Idempotency-Key", key);
+    }
+    return b.build();
+  }
+
+  HttpResponse<byte[]> send(HttpRequest request) {
+    try {
+      return client.send(request, HttpResponse.BodyHandlers.ofByteArray());
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  CompletableFuture<HttpResponse<byte[]>> sendAsync(HttpRequest request) {
+    return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  /**
+   * Sends {@code head} (request line and headers, CRLF-separated, without the final blank line)
+   * byte for byte as ISO-8859-1 over a socket, for header values no well-behaved client sends, and
+   * returns the status code.
+   */
+  int raw(String head) throws IOException {
+    try (Socket socket = new Socket("127.0.0.1", server.port())) {
+      socket.setSoTimeout(10_000);
+      OutputStream out = socket.getOutputStream();
+      out.write((head + "\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+          .getBytes(StandardCharsets.ISO_8859_1));
+      out.flush();
+      InputStream in = socket.getInputStream();
+      String response = new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
+      return Integer.parseInt(response.substring(9, 12));
+    }
+  }
+
+  static String text(HttpResponse<byte[]> response) {
+    return new String(response.body(), StandardCharsets.UTF_8);
+  }
+
+  static String header(HttpResponse<?> response, String name) {
+    return response.headers().firstValue(name).orElse(null);
+  }
+}
