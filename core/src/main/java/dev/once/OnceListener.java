@@ -8,6 +8,19 @@ import java.time.Duration;
  */
 public interface OnceListener {
 
+  /**
+   * One listener telling each of {@code listeners} in order; one that throws does not stop the
+   * others from being told. For a metrics listener next to a logging one, since
+   * {@code Once.Builder.listener} takes one.
+   */
+  static OnceListener compose(OnceListener... listeners) {
+    java.util.List<OnceListener> all = java.util.List.of(listeners); // rejects null
+    if (all.size() == 1) {
+      return all.get(0);
+    }
+    return new dev.once.internal.CompositeListener(all);
+  }
+
   /** The claim was acquired; {@code takeover} when a previous holder's lease had passed. */
   default void onAcquired(IdempotencyKey key, long token, boolean takeover) {}
 

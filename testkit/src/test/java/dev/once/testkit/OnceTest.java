@@ -229,6 +229,37 @@ class OnceTest {
   }
 
   @Test
+  void composedListenersAreEachToldInOrderEvenWhenOneThrows() {
+    List<String> events = new CopyOnWriteArrayList<>();
+    OnceListener throwing = new OnceListener() {
+      @Override
+      public void onAcquired(IdempotencyKey k, long token, boolean takeover) {
+        events.add("first:acquired");
+        throw new IllegalStateException("listener bug");
+      }
+    };
+    OnceListener second = new OnceListener() {
+      @Override
+      public void onAcquired(IdempotencyKey k, long token, boolean takeover) {
+        events.add("second:acquired");
+      }
+
+      @Override
+      public void onCompleted(IdempotencyKey k, long token, Duration elapsed) {
+        events.add("second:completed");
+      }
+    };
+    Once once = builder().listener(OnceListener.compose(throwing, second)).build();
+
+    assertThat(once.execute(key, FP, Codecs.utf8(), a -> "x")).isEqualTo("x");
+
+    assertThat(events).containsExactly("first:acquired", "second:acquired", "second:completed");
+    assertThat(OnceListener.compose(second)).isSameAs(second);
+    assertThatThrownBy(() -> OnceListener.compose(second, null))
+        .isInstanceOf(NullPointerException.class);
+  }
+
+  @Test
   void runReportsWhetherTheActionRan() {
     Once once = builder().build();
     AtomicInteger effects = new AtomicInteger();

@@ -1,0 +1,63 @@
+package dev.once.internal;
+
+import dev.once.IdempotencyKey;
+import dev.once.OnceListener;
+import java.time.Duration;
+import java.util.List;
+import java.util.function.Consumer;
+
+/** {@link OnceListener#compose}: tells every listener, each failure logged apart. */
+public final class CompositeListener implements OnceListener {
+
+  private final List<OnceListener> listeners;
+
+  public CompositeListener(List<OnceListener> listeners) {
+    this.listeners = List.copyOf(listeners);
+  }
+
+  private void each(Consumer<OnceListener> event) {
+    for (OnceListener listener : listeners) {
+      Execution.notify(listener, event);
+    }
+  }
+
+  @Override
+  public void onAcquired(IdempotencyKey key, long token, boolean takeover) {
+    each(l -> l.onAcquired(key, token, takeover));
+  }
+
+  @Override
+  public void onReplayed(IdempotencyKey key) {
+    each(l -> l.onReplayed(key));
+  }
+
+  @Override
+  public void onInProgress(IdempotencyKey key) {
+    each(l -> l.onInProgress(key));
+  }
+
+  @Override
+  public void onMismatch(IdempotencyKey key) {
+    each(l -> l.onMismatch(key));
+  }
+
+  @Override
+  public void onCompleted(IdempotencyKey key, long token, Duration elapsed) {
+    each(l -> l.onCompleted(key, token, elapsed));
+  }
+
+  @Override
+  public void onFailed(IdempotencyKey key, long token, Throwable failure, boolean terminal) {
+    each(l -> l.onFailed(key, token, failure, terminal));
+  }
+
+  @Override
+  public void onLeaseLost(IdempotencyKey key, long token) {
+    each(l -> l.onLeaseLost(key, token));
+  }
+
+  @Override
+  public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
+    each(l -> l.onStoreCall(operation, elapsed, succeeded));
+  }
+}
