@@ -1,0 +1,479 @@
+package dev.once.dynamodb.internal;
+
+import static dev.once.dynamodb.internal.RecordItems.b;
+import static dev.once.dynamodb.internal.RecordItems.n;
+import static dev.once.dynamodb.internal.RecordItems.s;
+
+import dev.once.Checkpoint;
+import dev.once.IdempotencyKey;
+import dev.once.LeaseLostException;
+import dev.once.PayloadTooLargeException;
+import dev.once.StoreUnavailableException;
+import dev.once.dynamodb.RecordAttribute;
+import dev.once.internal.Checks;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
+import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedException;
+import software.amazon.awssdk.services.dynamodb.model.DeleteItemRequest;
+import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
+import software.amazon.awssdk.services.dynamodb.model.ReturnValuesOnConditionCheckFailure;
+import software.amazon.awssdk.services.dynamodb.model.ScanRequest;
+import software.amazon.awssdk.services.dynamodb.model.ScanResponse;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemRequest;
+
+/** What {@code DynamoDbStore} does, request by request. Thread-safe. */
+public final class DynamoDbEngine {
+
+  /** DynamoDB's item size limit: 400 KB, attribute names and values together. */
+  public static final int ITEM_SIZE_LIMIT = 400 * 1024;
+  /** Longest {@code last_error} kept; longer messages are cut (Once itself sends at most 1000). */
+  public static final int MAX_ERROR_CHARS = 4096;
+  /** Items a Scan page evaluates (a page also stops at 1 MB). */
+  static final int SCAN_PAGE = 1000;
+  /** Conflicts a fail or extend survives while recomputing its expiry. */
+  private static final int MAX_WRITE_ROUNDS = 8;
+
+  static final String OWNED = "#token = :token AND #status = :in_progress";
+  static final String COMPLETE_UPDATE = "SET #status = :completed, #outcome_kind = :kind,"
+      + " #outcome_media_type = :media_type, #outcome_body = :body, #updated_at = :now,"
+      + " #expires_at = :expires_at, #ttl = :ttl";
+  // fail keeps the record until the later of now + retention and the lease end.
+  static final String FAIL_CONDITION = OWNED + " AND #lease_until <= :expires_at";
+  static final String FAIL_UPDATE = "SET #status = :failed, #last_error = :error,"
+      + " #updated_at = :now, #expires_at = :expires_at, #ttl = :ttl";
+  // extend pushes the expiry only when the new lease would outlive it.
+  static final String EXTEND_CONDITION = OWNED + " AND #expires_at >= :lease_until";
+  static final String EXTEND_UPDATE = "SET #lease_until = :lease_until, #updated_at = :now";
+  static final String EXTEND_PUSH_CONDITION = OWNED + " AND #expires_at < :lease_until";
+  static final String EXTEND_PUSH_UPDATE = "SET #lease_until = :lease_until, #updated_at = :now,"
+      + " #expires_at = :lease_until, #ttl = :ttl";
+  static final String CHECKPOINT_UPDATE = "SET #checkpoint_name = :name,"
+      + " #checkpoint_data = :data, #updated_at = :now";
+  static final String REAP_FILTER = "#status = :in_progress AND #lease_until <= :now";
+  static final String REAP_CONDITION = "#token = :token AND " + REAP_FILTER;
+  static final String REAP_UPDATE = "SET #status = :failed, #last_error = :error,"
+      + " #updated_at = :now";
+  static final String PURGE_FILTER = "#expires_at <= :now";
+  static final String PURGE_CONDITION = "#token = :token AND " + PURGE_FILTER;
+  static final String SCAN_PROJECTION = "#key, #token";
+
+  private final DynamoDbClient client;
+  private final DynamoDbAsyncClient asyncClient;
+  private final int claimAllConcurrency;
+  private final String table;
+  private final AttributeNames names;
+  private final RecordItems items;
+  private final ClaimProtocol protocol;
+  private final int maxPayloadBytes;
+
+  /**
+   * @param asyncClient         for {@link #claimAll}, or null to claim a batch one by one
+   * @param claimAllConcurrency how many keys of a batch are claimed at once on {@code asyncClient}
+   */
+  public DynamoDbEngine(DynamoDbClient client, DynamoDbAsyncClient asyncClient,
+      int claimAllConcurrency, String table, AttributeNames names, int maxPayloadBytes) {
+    this.client = client;
+    this.asyncClient = asyncClient;
+    this.claimAllConcurrency = claimAllConcurrency;
+    this.table = table;
+    this.names = names;
+    this.items = new RecordItems(names, table);
+    this.protocol = new ClaimProtocol(table, names, items);
+    this.maxPayloadBytes = maxPayloadBytes;
+  }
+
+  // --- claims ------------------------------------------------------------------------------------
+
+  public Claim claim(ClaimRequest request) {
+    Objects.requireNonNull(request, "request");
+    // The synchronous client completes each future before returning it: this runs on the caller.
+    CompletableFuture<Claim> claim = protocol.claim(request,
+        r -> CompletableFuture.completedFuture(client.updateItem(r)));
+    return join(claim, "claim of " + request.key());
+  }
+
+  /**
+   * Claims a batch: keys in parallel on the asynchronous client, at most
+   * {@code claimAllConcurrency} in flight; the requests for one key in order, each after the
+   * previous one's answer. DynamoDB has no conditional batch write, so this is one conditional
+   * write per request, overlapped. If any claim fails, the claims this batch already acquired are
+   * released as FAILED (the next claim retries them at once) and the failure is thrown.
+   */
+  public List<Claim> claimAll(List<ClaimRequest> requests) {
+    Objects.requireNonNull(requests, "requests");
+    requests.forEach(r -> Objects.requireNonNull(r, "request"));
+    if (requests.isEmpty()) {
+      return List.of();
+    }
+    Map<IdempotencyKey, List<Integer>> byKey = new LinkedHashMap<>();
+    for (int i = 0; i < requests.size(); i++) {
+      byKey.computeIfAbsent(requests.get(i).key(), k -> new ArrayList<>()).add(i);
+    }
+    List<List<Integer>> groups = new ArrayList<>(byKey.values());
+    Claim[] answers = new Claim[requests.size()];
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    if (asyncClient == null || groups.size() == 1) {
+      for (int i = 0; i < requests.size() && failure.get() == null; i++) {
+        try {
+          answers[i] = claim(requests.get(i));
+        } catch (RuntimeException e) {
+          failure.set(e);
+        }
+      }
+    } else {
+      AtomicInteger nextGroup = new AtomicInteger();
+      List<CompletableFuture<Void>> workers = new ArrayList<>();
+      for (int w = 0; w < Math.min(claimAllConcurrency, groups.size()); w++) {
+        workers.add(claimGroups(requests, groups, nextGroup, answers, failure));
+      }
+      CompletableFuture.allOf(workers.toArray(CompletableFuture[]::new)).join();
+    }
+    if (failure.get() != null) {
+      release(requests, answers, failure.get());
+      throw Errors.map(failure.get(), table, "claimAll");
+    }
+    return Arrays.asList(answers);
+  }
+
+  /** One worker: takes the next key's requests, claims them in order, repeats. */
+  private CompletableFuture<Void> claimGroups(List<ClaimRequest> requests,
+      List<List<Integer>> groups, AtomicInteger nextGroup, Claim[] answers,
+      AtomicReference<Throwable> failure) {
+    int group = nextGroup.getAndIncrement();
+    if (group >= groups.size() || failure.get() != null) {
+      return CompletableFuture.completedFuture(null);
+    }
+    CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
+    for (int index : groups.get(group)) {
+      chain = chain.thenCompose(v -> protocol.claim(requests.get(index), asyncClient::updateItem)
+          .thenAccept(claim -> answers[index] = claim));
+    }
+    return chain.handle((v, error) -> {
+      if (error != null) {
+        failure.compareAndSet(null, Errors.unwrap(error));
+      }
+      return null;
+    }).thenCompose(v -> claimGroups(requests, groups, nextGroup, answers, failure));
+  }
+
+  private void release(List<ClaimRequest> requests, Claim[] answers, Throwable failure) {
+    for (int i = 0; i < answers.length; i++) {
+      if (answers[i] instanceof Claim.Acquired acquired) {
+        ClaimRequest r = requests.get(i);
+        try {
+          fail(r.key(), acquired.token(), "claimAll failed: " + failure, r.now(), r.retention());
+        } catch (RuntimeException e) {
+          failure.addSuppressed(e);
+        }
+      }
+    }
+  }
+
+  // --- writes under the token --------------------------------------------------------------------
+
+  public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
+      Duration retention) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(outcome, "outcome");
+    Objects.requireNonNull(now, "now");
+    Checks.positive(retention, "retention");
+    if (outcome.size() > maxPayloadBytes) {
+      throw new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes);
+    }
+    long expiresAt = Micros.plus(now, retention);
+    Map<String, AttributeValue> values = owned(token);
+    values.put(":completed", s(Status.COMPLETED.name()));
+    values.put(":kind", s(outcome.kind().name()));
+    values.put(":media_type", s(outcome.mediaType()));
+    values.put(":body", b(outcome.body()));
+    values.put(":now", n(Micros.of(now)));
+    values.put(":expires_at", n(expiresAt));
+    values.put(":ttl", n(Micros.ttlSeconds(expiresAt)));
+    try {
+      client.updateItem(update(key, OWNED, COMPLETE_UPDATE, values, false));
+    } catch (ConditionalCheckFailedException e) {
+      throw new LeaseLostException(key, token);
+    } catch (RuntimeException e) {
+      if (Errors.isItemTooLarge(e)) {
+        throw new PayloadTooLargeException("the record of " + key + " with this outcome (the"
+            + " checkpoint and the other attributes included)", itemSizeWith(key, outcome),
+            ITEM_SIZE_LIMIT);
+      }
+      throw Errors.map(e, table, "complete of " + key);
+    }
+  }
+
+  public void fail(IdempotencyKey key, long token, String error, Instant now,
+      Duration retention) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(error, "error");
+    Objects.requireNonNull(now, "now");
+    Checks.positive(retention, "retention");
+    String kept = error.length() > MAX_ERROR_CHARS ? error.substring(0, MAX_ERROR_CHARS) : error;
+    long expiresAt = Micros.plus(now, retention);
+    for (int round = 0; round < MAX_WRITE_ROUNDS; round++) {
+      Map<String, AttributeValue> values = owned(token);
+      values.put(":failed", s(Status.FAILED.name()));
+      values.put(":error", s(kept));
+      values.put(":now", n(Micros.of(now)));
+      values.put(":expires_at", n(expiresAt));
+      values.put(":ttl", n(Micros.ttlSeconds(expiresAt)));
+      try {
+        client.updateItem(update(key, FAIL_CONDITION, FAIL_UPDATE, values, true));
+        return;
+      } catch (ConditionalCheckFailedException e) {
+        Map<String, AttributeValue> old = ownedItem(e, token);
+        if (old == null) {
+          throw new LeaseLostException(key, token);
+        }
+        // The lease outlives now + retention: keep the record until the lease ends.
+        expiresAt = Math.max(Micros.plus(now, retention), items.number(old,
+            RecordAttribute.LEASE_UNTIL));
+      } catch (RuntimeException e) {
+        throw Errors.map(e, table, "fail of " + key);
+      }
+    }
+    throw new StoreUnavailableException("fail of " + key + " kept conflicting", null);
+  }
+
+  public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(now, "now");
+    Checks.positive(lease, "lease");
+    long leaseUntil = Micros.plus(now, lease);
+    boolean push = false;
+    for (int round = 0; round < MAX_WRITE_ROUNDS; round++) {
+      Map<String, AttributeValue> values = owned(token);
+      values.put(":lease_until", n(leaseUntil));
+      values.put(":now", n(Micros.of(now)));
+      if (push) {
+        values.put(":ttl", n(Micros.ttlSeconds(leaseUntil)));
+      }
+      try {
+        client.updateItem(push
+            ? update(key, EXTEND_PUSH_CONDITION, EXTEND_PUSH_UPDATE, values, true)
+            : update(key, EXTEND_CONDITION, EXTEND_UPDATE, values, true));
+        return Micros.instant(leaseUntil);
+      } catch (ConditionalCheckFailedException e) {
+        Map<String, AttributeValue> old = ownedItem(e, token);
+        if (old == null) {
+          throw new LeaseLostException(key, token);
+        }
+        push = items.number(old, RecordAttribute.EXPIRES_AT) < leaseUntil;
+      } catch (RuntimeException e) {
+        throw Errors.map(e, table, "extend of " + key);
+      }
+    }
+    throw new StoreUnavailableException("extend of " + key + " kept conflicting", null);
+  }
+
+  public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(checkpoint, "checkpoint");
+    Objects.requireNonNull(now, "now");
+    if (checkpoint.size() > maxPayloadBytes) {
+      throw new PayloadTooLargeException("checkpoint " + checkpoint.name() + " of " + key,
+          checkpoint.size(), maxPayloadBytes);
+    }
+    Map<String, AttributeValue> values = owned(token);
+    values.put(":name", s(checkpoint.name()));
+    values.put(":data", b(checkpoint.data()));
+    values.put(":now", n(Micros.of(now)));
+    try {
+      client.updateItem(update(key, OWNED, CHECKPOINT_UPDATE, values, false));
+    } catch (ConditionalCheckFailedException e) {
+      throw new LeaseLostException(key, token);
+    } catch (RuntimeException e) {
+      if (Errors.isItemTooLarge(e)) {
+        throw new PayloadTooLargeException("the record of " + key + " with checkpoint "
+            + checkpoint.name(), checkpoint.size(), ITEM_SIZE_LIMIT);
+      }
+      throw Errors.map(e, table, "checkpoint of " + key);
+    }
+  }
+
+  // --- reads and maintenance ---------------------------------------------------------------------
+
+  public Optional<IdempotencyRecord> find(IdempotencyKey key) {
+    Objects.requireNonNull(key, "key");
+    Map<String, AttributeValue> item = getItem(key);
+    return item == null ? Optional.empty() : Optional.of(items.decode(item));
+  }
+
+  /**
+   * Deletes expired records found by a Scan (filter {@code expires_at <= now}), each with a
+   * DeleteItem conditioned on the token and expiry just read, so a record claimed again meanwhile
+   * stays. Reads the table page by page until {@code limit} records are deleted or the table ends.
+   */
+  public int purgeExpired(Instant now, int limit) {
+    Objects.requireNonNull(now, "now");
+    Checks.positive(limit, "limit");
+    long nowMicros = Micros.of(now);
+    return scanAndApply(PURGE_FILTER, nowMicros, limit, item -> {
+      Map<String, AttributeValue> values = new HashMap<>();
+      values.put(":token", item.get(names.get(RecordAttribute.TOKEN)));
+      values.put(":now", n(nowMicros));
+      client.deleteItem(DeleteItemRequest.builder()
+          .tableName(table)
+          .key(Map.of(names.get(RecordAttribute.KEY), item.get(names.get(RecordAttribute.KEY))))
+          .conditionExpression(PURGE_CONDITION)
+          .expressionAttributeNames(names.forExpressions(PURGE_CONDITION))
+          .expressionAttributeValues(values)
+          .build());
+    }, "purgeExpired");
+  }
+
+  /**
+   * Turns IN_PROGRESS records whose lease ended into FAILED ("lease expired"), found by a Scan and
+   * each changed by an UpdateItem conditioned on the token, status and lease just read.
+   */
+  public int reapExpiredLeases(Instant now, int limit) {
+    Objects.requireNonNull(now, "now");
+    Checks.positive(limit, "limit");
+    long nowMicros = Micros.of(now);
+    return scanAndApply(REAP_FILTER, nowMicros, limit, item -> {
+      Map<String, AttributeValue> values = new HashMap<>();
+      values.put(":token", item.get(names.get(RecordAttribute.TOKEN)));
+      values.put(":in_progress", s(Status.IN_PROGRESS.name()));
+      values.put(":failed", s(Status.FAILED.name()));
+      values.put(":error", s("lease expired"));
+      values.put(":now", n(nowMicros));
+      client.updateItem(UpdateItemRequest.builder()
+          .tableName(table)
+          .key(Map.of(names.get(RecordAttribute.KEY), item.get(names.get(RecordAttribute.KEY))))
+          .conditionExpression(REAP_CONDITION)
+          .updateExpression(REAP_UPDATE)
+          .expressionAttributeNames(names.forExpressions(REAP_CONDITION, REAP_UPDATE))
+          .expressionAttributeValues(values)
+          .build());
+    }, "reapExpiredLeases");
+  }
+
+  private int scanAndApply(String filter, long nowMicros, int limit,
+      java.util.function.Consumer<Map<String, AttributeValue>> change, String operation) {
+    Map<String, AttributeValue> values = new HashMap<>();
+    values.put(":now", n(nowMicros));
+    if (filter.contains(":in_progress")) {
+      values.put(":in_progress", s(Status.IN_PROGRESS.name()));
+    }
+    int changed = 0;
+    Map<String, AttributeValue> start = null;
+    try {
+      do {
+        ScanResponse page = client.scan(ScanRequest.builder()
+            .tableName(table)
+            .consistentRead(true)
+            .filterExpression(filter)
+            .projectionExpression(SCAN_PROJECTION)
+            .expressionAttributeNames(names.forExpressions(filter, SCAN_PROJECTION))
+            .expressionAttributeValues(values)
+            .limit(SCAN_PAGE)
+            .exclusiveStartKey(start)
+            .build());
+        for (Map<String, AttributeValue> item : page.items()) {
+          if (changed >= limit) {
+            return changed;
+          }
+          try {
+            change.accept(item);
+            changed++;
+          } catch (ConditionalCheckFailedException e) {
+            // Claimed or changed since the scan read it: not ours to touch any more.
+          }
+        }
+        start = page.hasLastEvaluatedKey() && !page.lastEvaluatedKey().isEmpty()
+            ? page.lastEvaluatedKey() : null;
+      } while (start != null && changed < limit);
+    } catch (RuntimeException e) {
+      throw Errors.map(e, table, operation);
+    }
+    return changed;
+  }
+
+  // --- helpers -----------------------------------------------------------------------------------
+
+  private Map<String, AttributeValue> getItem(IdempotencyKey key) {
+    try {
+      GetItemResponse response = client.getItem(r -> r.tableName(table)
+          .key(items.primaryKey(key)).consistentRead(true));
+      return response.hasItem() && !response.item().isEmpty() ? response.item() : null;
+    } catch (RuntimeException e) {
+      throw Errors.map(e, table, "read of " + key);
+    }
+  }
+
+  private static Map<String, AttributeValue> owned(long token) {
+    Map<String, AttributeValue> values = new HashMap<>();
+    values.put(":token", n(token));
+    values.put(":in_progress", s(Status.IN_PROGRESS.name()));
+    return values;
+  }
+
+  /** The record a failed write returned, if {@code token} still owns it; else null. */
+  private Map<String, AttributeValue> ownedItem(ConditionalCheckFailedException e, long token) {
+    Map<String, AttributeValue> old = e.hasItem() ? e.item() : Map.of();
+    if (old.isEmpty()) {
+      return null;
+    }
+    AttributeValue status = old.get(names.get(RecordAttribute.STATUS));
+    boolean owned = items.number(old, RecordAttribute.TOKEN) == token && status != null
+        && Status.IN_PROGRESS.name().equals(status.s());
+    return owned ? old : null;
+  }
+
+  private UpdateItemRequest update(IdempotencyKey key, String condition, String update,
+      Map<String, AttributeValue> values, boolean returnOld) {
+    UpdateItemRequest.Builder b = UpdateItemRequest.builder()
+        .tableName(table)
+        .key(items.primaryKey(key))
+        .conditionExpression(condition)
+        .updateExpression(update)
+        .expressionAttributeNames(names.forExpressions(condition, update))
+        .expressionAttributeValues(values);
+    if (returnOld) {
+      b.returnValuesOnConditionCheckFailure(ReturnValuesOnConditionCheckFailure.ALL_OLD);
+    }
+    return b.build();
+  }
+
+  /** The size the item of {@code key} would have with {@code outcome}, for an error message. */
+  private int itemSizeWith(IdempotencyKey key, Outcome outcome) {
+    int size = outcome.size() + outcome.mediaType().length();
+    try {
+      Map<String, AttributeValue> item = getItem(key);
+      if (item != null) {
+        size += ItemSize.of(item);
+      }
+    } catch (RuntimeException e) {
+      // Only for the message.
+    }
+    return size;
+  }
+
+  private <T> T join(CompletableFuture<T> future, String operation) {
+    try {
+      return future.join();
+    } catch (RuntimeException e) {
+      throw Errors.map(e, table, operation);
+    }
+  }
+}
