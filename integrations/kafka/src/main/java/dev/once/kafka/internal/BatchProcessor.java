@@ -1,0 +1,475 @@
+package dev.once.kafka.internal;
+
+import dev.once.Codecs;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.InvalidKeyException;
+import dev.once.KeyReusedException;
+import dev.once.LeaseLostException;
+import dev.once.Once;
+import dev.once.OnceListener;
+import dev.once.Scheduler;
+import dev.once.internal.Execution;
+import dev.once.kafka.BatchResult;
+import dev.once.kafka.DeadLetter;
+import dev.once.kafka.NoKeyPolicy;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * The heart of the idempotent consumer: one batch claim, the handler for each acquired record in
+ * partition order, and the offsets that may be committed. Not API.
+ *
+ * <p>Per partition, records are handled in order until the first one whose outcome is not final;
+ * the claims acquired for the records after it are released (FAILED, so the next delivery retakes
+ * them at once) and the partition is read again from that record.
+ */
+public final class BatchProcessor<K, V> {
+
+  private static final System.Logger LOG = System.getLogger(BatchProcessor.class.getName());
+
+  private final Once.Config config;
+  private final Settings<K, V> settings;
+  private final Outcome emptyOutcome;
+  /** Failures of records processed without a key, counted in memory (there is no record). */
+  private final Map<RecordId, Integer> unprotectedAttempts = new ConcurrentHashMap<>();
+
+  public BatchProcessor(Once once, Settings<K, V> settings) {
+    this.config = once.config();
+    this.settings = settings;
+    this.emptyOutcome = Outcome.encode(Codecs.none(), null, Integer.MAX_VALUE, "a record");
+  }
+
+  public Settings<K, V> settings() {
+    return settings;
+  }
+
+  public Instant now() {
+    return config.clock().instant();
+  }
+
+  /**
+   * Processes {@code records} (in the order a poll returns them: grouped by partition, each
+   * partition in offset order).
+   *
+   * @param scope the scope of the idempotency keys
+   * @param stop  asked between records: true to stop, releasing the claims not yet run
+   */
+  public BatchResult process(List<ConsumerRecord<K, V>> records, String scope,
+      BooleanSupplier stop) {
+    Batch batch = new Batch();
+    if (records.isEmpty()) {
+      return batch.result();
+    }
+    Map<TopicPartition, List<Integer>> byPartition = new LinkedHashMap<>();
+    for (int i = 0; i < records.size(); i++) {
+      ConsumerRecord<K, V> r = records.get(i);
+      byPartition.computeIfAbsent(new TopicPartition(r.topic(), r.partition()),
+          tp -> new ArrayList<>()).add(i);
+    }
+
+    Item[] items = new Item[records.size()];
+    Claim[] claims = new Claim[records.size()];
+    List<ClaimRequest> requests = new ArrayList<>();
+    List<Integer> requestIndex = new ArrayList<>();
+    Instant now = now();
+    for (List<Integer> indexes : byPartition.values()) {
+      for (int i : indexes) {
+        items[i] = identify(records.get(i), scope);
+        if (items[i].key != null && settings.batchClaims()) {
+          requests.add(request(items[i], now));
+          requestIndex.add(i);
+        }
+      }
+    }
+
+    if (!requests.isEmpty()) {
+      List<Claim> answers;
+      try {
+        // The point of the batch: one store round trip for every key of the poll.
+        answers = timed("claimAll", () -> config.store().claimAll(requests));
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "batch claim of " + requests.size()
+            + " records failed; the batch will be read again", e);
+        Instant retryAt = now.plus(settings.initialBackoff());
+        byPartition.forEach((tp, indexes) -> batch.unfinished(tp, indexes.get(0),
+            records.get(indexes.get(0)).offset(), retryAt));
+        batch.unfinished += records.size() - 1;
+        return batch.result();
+      }
+      if (answers.size() != requests.size()) {
+        throw new IllegalStateException("the store answered " + answers.size() + " claims to "
+            + requests.size() + " requests");
+      }
+      for (int j = 0; j < answers.size(); j++) {
+        claims[requestIndex.get(j)] = answers.get(j);
+      }
+    }
+
+    // Keys acquired earlier in this batch: true once final. A later duplicate in the same batch
+    // was answered InProgress (by our own claim) and follows the fate of the first.
+    Map<IdempotencyKey, Boolean> ownedHere = new HashMap<>();
+    boolean stopping = false;
+    for (Map.Entry<TopicPartition, List<Integer>> partition : byPartition.entrySet()) {
+      TopicPartition tp = partition.getKey();
+      boolean blocked = false;
+      for (int i : partition.getValue()) {
+        ConsumerRecord<K, V> r = records.get(i);
+        if (!blocked && !stopping && stop.getAsBoolean()) {
+          stopping = true;
+        }
+        if (blocked || stopping) {
+          if (claims[i] instanceof Claim.Acquired acquired) {
+            release(items[i].key, acquired.token(),
+                stopping ? "released unprocessed: the consumer stopped"
+                    : "released unprocessed: an earlier record of the partition is not final");
+          }
+          if (!blocked) {
+            batch.unfinished(tp, i, r.offset(), now());
+            blocked = true;
+          } else {
+            batch.unfinished++;
+          }
+          continue;
+        }
+        Step step = handle(r, items[i], claims[i], ownedHere, batch);
+        if (step.isFinal()) {
+          batch.commits.put(tp, new OffsetAndMetadata(r.offset() + 1));
+        } else {
+          batch.unfinished(tp, i, r.offset(), step.retryAt);
+          blocked = true;
+        }
+      }
+    }
+    return batch.result();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private Item identify(ConsumerRecord<K, V> r, String scope) {
+    String raw;
+    try {
+      raw = settings.keys().keyOf(r);
+    } catch (RuntimeException e) {
+      return Item.none(e);
+    }
+    if (raw == null) {
+      return Item.none(new InvalidKeyException("no idempotency key: the derivation found none"));
+    }
+    try {
+      IdempotencyKey key = IdempotencyKey.of(scope, raw);
+      Fingerprint fingerprint = settings.fingerprint().apply(r);
+      if (fingerprint == null) {
+        throw new IllegalStateException("the fingerprint function returned null");
+      }
+      return new Item(key, fingerprint, null);
+    } catch (RuntimeException e) {
+      return Item.none(e);
+    }
+  }
+
+  private ClaimRequest request(Item item, Instant now) {
+    return new ClaimRequest(item.key, item.fingerprint, now, config.lease(), config.retention());
+  }
+
+  private Step handle(ConsumerRecord<K, V> r, Item item, Claim claim,
+      Map<IdempotencyKey, Boolean> ownedHere, Batch batch) {
+    if (item.key == null) {
+      return withoutKey(r, item.noKeyCause, batch);
+    }
+    if (claim == null) {
+      try {
+        claim = timed("claim", () -> config.store().claim(request(item, now())));
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "claim of " + item.key + " failed; retrying later", e);
+        return Step.retryAt(now().plus(settings.initialBackoff()));
+      }
+    }
+    IdempotencyKey key = item.key;
+    if (claim instanceof Claim.Replay) {
+      notify(l -> l.onReplayed(key));
+      batch.replayed++;
+      return Step.FINAL;
+    }
+    if (claim instanceof Claim.Mismatch) {
+      notify(l -> l.onMismatch(key));
+      KeyReusedException e = new KeyReusedException(key);
+      return deadLetter(new DeadLetter<>(r, DeadLetter.Reason.KEY_REUSED, key.key(),
+          e.getClass().getName(), e.getMessage(), 0), batch);
+    }
+    if (claim instanceof Claim.InProgress inProgress) {
+      Boolean ownFinal = ownedHere.get(key);
+      if (ownFinal != null) {
+        if (ownFinal) {
+          notify(l -> l.onReplayed(key));
+          batch.replayed++;
+          return Step.FINAL;
+        }
+        return Step.retryAt(now().plus(settings.initialBackoff()));
+      }
+      notify(l -> l.onInProgress(key));
+      // Held by another consumer (typically around a rebalance): look again after a backoff, or
+      // when its lease ends, where a takeover becomes possible, whichever comes first.
+      Instant at = now().plus(settings.inProgressBackoff());
+      return Step.retryAt(inProgress.leaseUntil().isBefore(at) ? inProgress.leaseUntil() : at);
+    }
+    Step step = run(r, key, (Claim.Acquired) claim, batch);
+    ownedHere.put(key, step.isFinal());
+    return step;
+  }
+
+  private Step run(ConsumerRecord<K, V> r, IdempotencyKey key, Claim.Acquired acquired,
+      Batch batch) {
+    long token = acquired.token();
+    notify(l -> l.onAcquired(key, token, acquired.takeover()));
+    long started = System.nanoTime();
+    RecordAttempt attempt = new RecordAttempt(key, acquired, config);
+    Scheduler.Task heartbeat = startHeartbeat(attempt);
+    try {
+      settings.handler().handle(r, attempt);
+    } catch (Exception failure) {
+      stop(heartbeat);
+      return failed(r, key, acquired, failure, batch);
+    } catch (Error fatal) {
+      // The process is going down: record nothing, as a killed process could not either. The
+      // lease runs out and the next owner of the partition takes over.
+      stop(heartbeat);
+      throw fatal;
+    }
+    stop(heartbeat);
+    try {
+      timed("complete", () -> {
+        config.store().complete(key, token, emptyOutcome, now(), config.retention());
+        return null;
+      });
+    } catch (LeaseLostException e) {
+      notify(l -> l.onLeaseLost(key, token));
+      LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
+          + " worker took over; the record will be read again", key);
+      return Step.retryAt(now().plus(settings.initialBackoff()));
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "could not store the outcome of " + key
+          + "; the record will be read again", e);
+      return Step.retryAt(now().plus(settings.initialBackoff()));
+    }
+    Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
+    notify(l -> l.onCompleted(key, token, elapsed));
+    batch.handled++;
+    return Step.FINAL;
+  }
+
+  private Step failed(ConsumerRecord<K, V> r, IdempotencyKey key, Claim.Acquired acquired,
+      Exception failure, Batch batch) {
+    long token = acquired.token();
+    if (failure instanceof LeaseLostException) {
+      notify(l -> l.onLeaseLost(key, token));
+      return Step.retryAt(now().plus(settings.initialBackoff()));
+    }
+    boolean terminal = config.failurePolicy().isTerminal(failure);
+    boolean exhausted = !terminal && acquired.attempt() >= settings.maxAttempts();
+    notify(l -> l.onFailed(key, token, failure, terminal || exhausted));
+    if (!terminal && !exhausted) {
+      release(key, token, describe(failure));
+      return Step.retryAt(now().plus(settings.backoff(acquired.attempt())));
+    }
+    DeadLetter<K, V> letter = new DeadLetter<>(r,
+        terminal ? DeadLetter.Reason.TERMINAL_FAILURE : DeadLetter.Reason.RETRIES_EXHAUSTED,
+        key.key(), failure.getClass().getName(), failure.getMessage(), acquired.attempt());
+    // Dead letter first, then the stored failure: a crash in between re-runs the record after the
+    // lease (the dead letter may then be published twice) but never loses it.
+    if (!publish(letter)) {
+      release(key, token, describe(failure));
+      return Step.retryAt(now().plus(settings.backoff(acquired.attempt())));
+    }
+    try {
+      timed("complete", () -> {
+        config.store().complete(key, token, Outcome.failure(failure), now(), config.retention());
+        return null;
+      });
+    } catch (LeaseLostException e) {
+      notify(l -> l.onLeaseLost(key, token));
+      return Step.retryAt(now().plus(settings.initialBackoff()));
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "could not store the failure of " + key
+          + "; the record will be read again", e);
+      return Step.retryAt(now().plus(settings.initialBackoff()));
+    }
+    batch.deadLettered++;
+    return Step.FINAL;
+  }
+
+  private Step withoutKey(ConsumerRecord<K, V> r, RuntimeException cause, Batch batch) {
+    if (settings.noKeyPolicy() == NoKeyPolicy.DEAD_LETTER) {
+      LOG.log(System.Logger.Level.WARNING, "{0}-{1}@{2} has no idempotency key ({3});"
+          + " dead-lettered", r.topic(), r.partition(), r.offset(), cause.getMessage());
+      return deadLetter(new DeadLetter<>(r, DeadLetter.Reason.NO_KEY, null,
+          cause.getClass().getName(), cause.getMessage(), 0), batch);
+    }
+    LOG.log(System.Logger.Level.WARNING, "{0}-{1}@{2} has no idempotency key ({3});"
+        + " processed without protection", r.topic(), r.partition(), r.offset(),
+        cause.getMessage());
+    RecordId id = new RecordId(r.topic(), r.partition(), r.offset());
+    try {
+      settings.handler().handle(r, null);
+    } catch (Exception failure) {
+      int attempts = unprotectedAttempts.merge(id, 1, Integer::sum);
+      boolean terminal = config.failurePolicy().isTerminal(failure);
+      if (!terminal && attempts < settings.maxAttempts()) {
+        return Step.retryAt(now().plus(settings.backoff(attempts)));
+      }
+      Step step = deadLetter(new DeadLetter<>(r, terminal ? DeadLetter.Reason.TERMINAL_FAILURE
+          : DeadLetter.Reason.RETRIES_EXHAUSTED, null, failure.getClass().getName(),
+          failure.getMessage(), attempts), batch);
+      if (step.isFinal()) {
+        unprotectedAttempts.remove(id);
+      }
+      return step;
+    }
+    unprotectedAttempts.remove(id);
+    batch.handled++;
+    return Step.FINAL;
+  }
+
+  /** Publishes a dead letter for a record that is then final, or asks for a retry. */
+  private Step deadLetter(DeadLetter<K, V> letter, Batch batch) {
+    if (!publish(letter)) {
+      return Step.retryAt(now().plus(settings.initialBackoff()));
+    }
+    batch.deadLettered++;
+    return Step.FINAL;
+  }
+
+  /** Publishes a dead letter; false (logged) when it could not be. */
+  private boolean publish(DeadLetter<K, V> letter) {
+    try {
+      settings.deadLetters().publish(letter);
+      return true;
+    } catch (Exception e) {
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+      }
+      LOG.log(System.Logger.Level.WARNING, "could not publish the dead letter of "
+          + letter.record().topic() + "-" + letter.record().partition() + "@"
+          + letter.record().offset() + "; the record will be read again", e);
+      return false;
+    }
+  }
+
+  /** Gives a claim back as FAILED (retryable) so the next delivery retakes it at once. */
+  private void release(IdempotencyKey key, long token, String why) {
+    try {
+      timed("fail", () -> {
+        config.store().fail(key, token, why, now(), config.retention());
+        return null;
+      });
+    } catch (RuntimeException e) {
+      // The lease runs out instead; the next delivery takes over then.
+      LOG.log(System.Logger.Level.DEBUG, "could not release " + key, e);
+    }
+  }
+
+  private Scheduler.Task startHeartbeat(RecordAttempt attempt) {
+    Scheduler scheduler = config.heartbeat();
+    if (scheduler == null) {
+      return null;
+    }
+    Duration period = config.lease().dividedBy(3);
+    return scheduler.scheduleAtFixedRate(attempt::heartbeat,
+        period.isZero() ? Duration.ofMillis(1) : period);
+  }
+
+  private static void stop(Scheduler.Task heartbeat) {
+    if (heartbeat != null) {
+      heartbeat.cancel();
+    }
+  }
+
+  private <R> R timed(String operation, Supplier<R> call) {
+    long start = System.nanoTime();
+    boolean ok = false;
+    try {
+      R result = call.get();
+      ok = true;
+      return result;
+    } finally {
+      boolean succeeded = ok;
+      Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+      notify(l -> l.onStoreCall(operation, elapsed, succeeded));
+    }
+  }
+
+  private void notify(Consumer<OnceListener> event) {
+    Execution.notify(config.listener(), event);
+  }
+
+  private static String describe(Throwable failure) {
+    String message = failure.getMessage();
+    String text = failure.getClass().getName() + (message == null ? "" : ": " + message);
+    return text.length() > 1000 ? text.substring(0, 1000) : text;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /** What the batch came to, gathered while processing. */
+  private static final class Batch {
+    final Map<TopicPartition, OffsetAndMetadata> commits = new LinkedHashMap<>();
+    final Map<TopicPartition, Long> seekTo = new LinkedHashMap<>();
+    final Map<TopicPartition, Instant> retryAt = new LinkedHashMap<>();
+    int firstUnfinished = -1;
+    int handled;
+    int replayed;
+    int deadLettered;
+    int unfinished;
+
+    void unfinished(TopicPartition tp, int index, long offset, Instant at) {
+      seekTo.put(tp, offset);
+      retryAt.put(tp, at);
+      if (firstUnfinished < 0 || index < firstUnfinished) {
+        firstUnfinished = index;
+      }
+      unfinished++;
+    }
+
+    BatchResult result() {
+      return new BatchResult(commits, seekTo, retryAt, firstUnfinished, handled, replayed,
+          deadLettered, unfinished);
+    }
+  }
+
+  /** A record's key and fingerprint, or why it has none. */
+  private record Item(IdempotencyKey key, Fingerprint fingerprint, RuntimeException noKeyCause) {
+    static Item none(RuntimeException cause) {
+      return new Item(null, null, cause);
+    }
+  }
+
+  /** The outcome of one record: final, or to be read again from {@code retryAt}. */
+  private record Step(Instant retryAt) {
+    static final Step FINAL = new Step(null);
+
+    static Step retryAt(Instant at) {
+      return new Step(at);
+    }
+
+    boolean isFinal() {
+      return retryAt == null;
+    }
+  }
+
+  private record RecordId(String topic, int partition, long offset) {}
+}

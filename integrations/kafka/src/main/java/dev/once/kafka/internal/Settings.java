@@ -1,0 +1,26 @@
+package dev.once.kafka.internal;
+
+import dev.once.Fingerprint;
+import dev.once.kafka.DeadLetterPublisher;
+import dev.once.kafka.KeyDerivation;
+import dev.once.kafka.NoKeyPolicy;
+import dev.once.kafka.RecordHandler;
+import java.time.Duration;
+import java.util.function.Function;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+
+/** The settings of one {@code IdempotentConsumer}, fixed when it is built. Not API. */
+public record Settings<K, V>(RecordHandler<K, V> handler, String scope, KeyDerivation<K, V> keys,
+    Function<ConsumerRecord<K, V>, Fingerprint> fingerprint, NoKeyPolicy noKeyPolicy,
+    DeadLetterPublisher<K, V> deadLetters, int maxAttempts, Duration initialBackoff,
+    Duration maxBackoff, Duration inProgressBackoff, boolean batchClaims, Duration pollTimeout) {
+
+  /** The pause before retry number {@code attempt} + 1: doubling from the initial, capped. */
+  Duration backoff(int attempt) {
+    Duration pause = initialBackoff;
+    for (int i = 1; i < attempt && pause.compareTo(maxBackoff) < 0; i++) {
+      pause = pause.multipliedBy(2);
+    }
+    return pause.compareTo(maxBackoff) <= 0 ? pause : maxBackoff;
+  }
+}

@@ -1,0 +1,449 @@
+package dev.once.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.Attempt;
+import dev.once.Fingerprint;
+import dev.once.FailurePolicy;
+import dev.once.IdempotencyKey;
+import dev.once.Once;
+import dev.once.OnceListener;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import dev.once.testkit.ManualClock;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.IntStream;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The idempotent consumer against a real broker, for one store. A store joins by subclassing and
+ * naming its store and where the handlers' side effects are recorded.
+ */
+abstract class IdempotentConsumerContract {
+
+  static final Duration LEASE = Duration.ofSeconds(30);
+
+  /** The store under test, shared by the tests of the class (each test has its own scope). */
+  protected abstract IdempotencyStore store();
+
+  /** A fresh, empty record of side effects. */
+  protected abstract Effects newEffects();
+
+  private Effects effects;
+  private ExecutorService threads;
+  private final List<IdempotentConsumerLoop<String, String>> loops = new ArrayList<>();
+  private final AtomicInteger deadLettersPublished = new AtomicInteger();
+
+  @BeforeEach
+  void setUp() {
+    effects = newEffects();
+    threads = Executors.newCachedThreadPool();
+  }
+
+  @AfterEach
+  void tearDown() throws InterruptedException {
+    loops.forEach(IdempotentConsumerLoop::close);
+    threads.shutdownNow();
+    threads.awaitTermination(10, TimeUnit.SECONDS);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Test
+  void producerDuplicatesHaveOneEffect() {
+    String topic = Broker.topic(Broker.unique("dups"), 2);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 20; i++) {
+      // Each event twice in a row (a producer retry): usually in the same poll batch.
+      Broker.send(topic, i % 2, "k" + i, "e" + i);
+      Broker.send(topic, i % 2, "k" + i, "e" + i);
+    }
+    start(consumer(once(Clock.systemUTC()), this::effect).build(), group, topic);
+    Await.until("20 events handled", () -> effects.counts().size() == 20, () -> effects.counts().toString());
+
+    // The same events again, in later batches.
+    for (int i = 0; i < 5; i++) {
+      Broker.send(topic, i % 2, "k" + i, "e" + i);
+    }
+    Await.until("everything committed",
+        () -> Map.of(0, 23L, 1, 22L).equals(Broker.committed(group)),
+        () -> Broker.committed(group).toString());
+    assertThat(effects.counts()).hasSize(20).allSatisfy((event, n) -> assertThat(n).isOne());
+  }
+
+  @Test
+  void consumerKilledMidBatchHandsOverWithoutRepeatingOrLosingEffects() throws Exception {
+    String topic = Broker.topic(Broker.unique("crash"), 2);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 40; i++) {
+      Broker.send(topic, i % 2, "k" + i, "e" + i);
+    }
+    ManualClock clock = new ManualClock(Instant.now());
+    AtomicBoolean crashed = new AtomicBoolean();
+    // e20 is the 11th record of partition 0: ten effects of that batch are done, none committed.
+    IdempotentConsumer<String, String> consumer = consumer(once(clock), (record, attempt) -> {
+      if (record.value().equals("e20") && crashed.compareAndSet(false, true)) {
+        throw new SimulatedCrash();
+      }
+      effect(record, attempt);
+    }).build();
+    Future<?> first = start(consumer, group, topic);
+    Future<?> second = start(consumer, group, topic);
+
+    Await.until("a consumer to die", () -> first.isDone() || second.isDone());
+    Future<?> dead = first.isDone() ? first : second;
+    assertThat(catchCause(dead)).isInstanceOf(SimulatedCrash.class);
+    // The dead consumer's claim on e20 is IN_PROGRESS: the survivor waits for its lease to pass.
+    clock.advance(LEASE.plusSeconds(1));
+
+    Await.until("40 events handled", () -> effects.counts().size() == 40, () -> effects.counts().toString());
+    Await.until("everything committed",
+        () -> Map.of(0, 20L, 1, 20L).equals(Broker.committed(group)),
+        () -> Broker.committed(group).toString());
+    assertThat(effects.counts()).hasSize(40).allSatisfy((event, n) -> assertThat(n).isOne());
+  }
+
+  @Test
+  void consumerClosedMidBatchReleasesTheRestAndAnotherConsumerFinishes() throws Exception {
+    String topic = Broker.topic(Broker.unique("close"), 1);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 30; i++) {
+      Broker.send(topic, 0, "k" + i, "e" + i);
+    }
+    CountDownLatch reached = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    IdempotentConsumer<String, String> consumer =
+        consumer(once(Clock.systemUTC()), (record, attempt) -> {
+          effect(record, attempt);
+          if (record.value().equals("e10") && reached.getCount() > 0) {
+            reached.countDown();
+            release.await();
+          }
+        }).build();
+    IdempotentConsumerLoop<String, String> loop = consumer.loop(Broker.consumer(group),
+        List.of(topic));
+    loops.add(loop);
+    Future<?> first = threads.submit(loop);
+
+    assertThat(reached.await(30, TimeUnit.SECONDS)).isTrue();
+    loop.stop(); // mid-batch: e10 is being handled, e11..e29 are claimed
+    release.countDown();
+    first.get(30, TimeUnit.SECONDS);
+
+    assertThat(Broker.committed(group)).isEqualTo(Map.of(0, 11L));
+    IdempotencyRecord next = store().find(IdempotencyKey.of(group, "k11")).orElseThrow();
+    assertThat(next.status()).as("released for the next owner").isEqualTo(Status.FAILED);
+    assertThat(effects.counts()).hasSize(11);
+
+    start(consumer, group, topic);
+    Await.until("30 events handled", () -> effects.counts().size() == 30, () -> effects.counts().toString());
+    Await.until("everything committed", () -> Map.of(0, 30L).equals(Broker.committed(group)));
+    assertThat(effects.counts()).allSatisfy((event, n) -> assertThat(n).isOne());
+  }
+
+  @Test
+  void poisonRecordsAreDeadLetteredAndThePartitionKeepsFlowing() {
+    String topic = Broker.topic(Broker.unique("poison"), 1);
+    String group = Broker.unique("group");
+    Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
+    Once once = Once.builder(store())
+        .failurePolicy(FailurePolicy.retryAll().terminalOn(PoisonException.class)).build();
+    IdempotentConsumer<String, String> consumer = consumer(once, (record, attempt) -> {
+      runs.computeIfAbsent(record.value(), v -> new AtomicInteger()).incrementAndGet();
+      if (record.value().startsWith("poison-terminal")) {
+        throw new PoisonException("cannot parse " + record.value());
+      }
+      if (record.value().startsWith("poison-retry")) {
+        throw new IllegalStateException("downstream keeps failing");
+      }
+      effect(record, attempt);
+    }).maxAttempts(3).build();
+    List<String> values = List.of("e0", "e1", "e2", "poison-terminal-3", "e4", "e5",
+        "poison-retry-6", "e7", "e8", "e9");
+    for (int i = 0; i < values.size(); i++) {
+      Broker.send(topic, 0, "k" + i, values.get(i));
+    }
+    start(consumer, group, topic);
+
+    Await.until("everything committed", () -> Map.of(0, 10L).equals(Broker.committed(group)),
+        () -> Broker.committed(group) + " " + effects.counts());
+    assertThat(effects.counts()).containsOnlyKeys("e0", "e1", "e2", "e4", "e5", "e7", "e8", "e9");
+    assertThat(runs.get("poison-terminal-3")).hasValue(1);
+    assertThat(runs.get("poison-retry-6")).hasValue(3);
+
+    List<ConsumerRecord<String, String>> dead = Broker.readAll(topic + "-dlt", 2);
+    assertThat(dead).extracting(ConsumerRecord::value)
+        .containsExactly("poison-terminal-3", "poison-retry-6");
+    ConsumerRecord<String, String> terminal = dead.get(0);
+    assertThat(Broker.header(terminal, DeadLetterHeaders.ORIGINAL_TOPIC)).isEqualTo(topic);
+    assertThat(Broker.header(terminal, DeadLetterHeaders.ORIGINAL_PARTITION)).isEqualTo("0");
+    assertThat(Broker.header(terminal, DeadLetterHeaders.ORIGINAL_OFFSET)).isEqualTo("3");
+    assertThat(Broker.header(terminal, DeadLetterHeaders.IDEMPOTENCY_KEY)).isEqualTo("k3");
+    assertThat(Broker.header(terminal, DeadLetterHeaders.REASON)).isEqualTo("TERMINAL_FAILURE");
+    assertThat(Broker.header(terminal, DeadLetterHeaders.EXCEPTION_CLASS))
+        .isEqualTo(PoisonException.class.getName());
+    assertThat(Broker.header(terminal, DeadLetterHeaders.EXCEPTION_MESSAGE))
+        .isEqualTo("cannot parse poison-terminal-3");
+    assertThat(Broker.header(terminal, KeyDerivation.DEFAULT_HEADER)).isEqualTo("k3");
+    assertThat(terminal.key()).isEqualTo("poison-terminal-3");
+    ConsumerRecord<String, String> exhausted = dead.get(1);
+    assertThat(Broker.header(exhausted, DeadLetterHeaders.REASON)).isEqualTo("RETRIES_EXHAUSTED");
+    assertThat(Broker.header(exhausted, DeadLetterHeaders.ATTEMPTS)).isEqualTo("3");
+    assertThat(Broker.header(exhausted, DeadLetterHeaders.ORIGINAL_OFFSET)).isEqualTo("6");
+
+    // Both failures are stored: a redelivery is skipped, not run or dead-lettered again.
+    IdempotencyRecord stored = store().find(IdempotencyKey.of(group, "k3")).orElseThrow();
+    assertThat(stored.status()).isEqualTo(Status.COMPLETED);
+    assertThat(stored.outcome().kind()).isEqualTo(Outcome.Kind.FAILURE);
+    assertThat(stored.outcome().failureType()).isEqualTo(PoisonException.class.getName());
+    Broker.send(topic, 0, "k3", "poison-terminal-3");
+    Broker.send(topic, 0, "k6", "poison-retry-6");
+    Await.until("the redeliveries committed",
+        () -> Map.of(0, 12L).equals(Broker.committed(group)));
+    assertThat(runs.get("poison-terminal-3")).hasValue(1);
+    assertThat(runs.get("poison-retry-6")).hasValue(3);
+    assertThat(deadLettersPublished).hasValue(2);
+  }
+
+  @Test
+  void orderWithinEachPartitionIsKeptThroughRetries() {
+    String topic = Broker.topic(Broker.unique("order"), 3);
+    String group = Broker.unique("group");
+    AtomicInteger failures = new AtomicInteger();
+    IdempotentConsumer<String, String> consumer =
+        consumer(once(Clock.systemUTC()), (record, attempt) -> {
+          if (record.value().equals("e7") && failures.incrementAndGet() <= 2) {
+            throw new IllegalStateException("transient");
+          }
+          effect(record, attempt);
+        }).build();
+    for (int i = 0; i < 60; i++) {
+      Broker.send(topic, i % 3, "k" + i, "e" + i);
+    }
+    start(consumer, group, topic);
+
+    Await.until("60 events handled", () -> effects.counts().size() == 60, () -> effects.counts().toString());
+    for (int p = 0; p < 3; p++) {
+      int partition = p;
+      List<String> produced = IntStream.range(0, 60).filter(i -> i % 3 == partition)
+          .mapToObj(i -> "e" + i).toList();
+      assertThat(effects.sequence(partition)).as("partition %d", p).isEqualTo(produced);
+    }
+    assertThat(failures).hasValue(3);
+  }
+
+  @Test
+  void recordInProgressElsewhereIsWaitedForWithoutCommittingPastIt() {
+    String topic = Broker.topic(Broker.unique("inprogress"), 1);
+    String group = Broker.unique("group");
+    AtomicInteger inProgressAnswers = new AtomicInteger();
+    Once once = Once.builder(store()).listener(new OnceListener() {
+      @Override
+      public void onInProgress(IdempotencyKey key) {
+        inProgressAnswers.incrementAndGet();
+      }
+    }).build();
+    // Another consumer (e.g. the previous owner of the partition, still running) holds k1.
+    IdempotencyKey k1 = IdempotencyKey.of(group, "k1");
+    Instant now = Instant.now();
+    Claim.Acquired holder = (Claim.Acquired) store().claim(
+        new ClaimRequest(k1, Fingerprint.of("e1"), now, LEASE, Duration.ofHours(1)));
+    Broker.send(topic, 0, "k0", "e0");
+    Broker.send(topic, 0, "k1", "e1");
+    Broker.send(topic, 0, "k2", "e2");
+    start(consumer(once, this::effect).build(), group, topic);
+
+    Await.until("e0 handled and k1 found in progress twice",
+        () -> effects.count("e0") == 1 && inProgressAnswers.get() >= 2);
+    Await.until("e0 committed", () -> Map.of(0, 1L).equals(Broker.committed(group)));
+    assertThat(effects.counts()).as("nothing past the record in progress").containsOnlyKeys("e0");
+
+    // The other consumer finishes: k1 is now a duplicate, skipped; e2 flows.
+    store().complete(k1, holder.token(), Outcome.success("text/plain", new byte[0]),
+        Instant.now(), Duration.ofHours(1));
+    Await.until("everything committed", () -> Map.of(0, 3L).equals(Broker.committed(group)));
+    assertThat(effects.counts()).isEqualTo(Map.of("e0", 1, "e2", 1));
+    assertThat(Broker.committed(group)).isEqualTo(Map.of(0, 3L));
+  }
+
+  @Test
+  void holderThatDiedIsTakenOverWhenItsLeaseEnds() {
+    String topic = Broker.topic(Broker.unique("takeover"), 1);
+    String group = Broker.unique("group");
+    ManualClock clock = new ManualClock(Instant.now());
+    AtomicInteger inProgressAnswers = new AtomicInteger();
+    Once once = Once.builder(store()).clock(clock).lease(LEASE).listener(new OnceListener() {
+      @Override
+      public void onInProgress(IdempotencyKey key) {
+        inProgressAnswers.incrementAndGet();
+      }
+    }).build();
+    IdempotencyKey k0 = IdempotencyKey.of(group, "k0");
+    store().claim(new ClaimRequest(k0, Fingerprint.of("e0"), clock.instant(), LEASE,
+        Duration.ofHours(1)));
+    AtomicReference<Attempt> seen = new AtomicReference<>();
+    Broker.send(topic, 0, "k0", "e0");
+    start(consumer(once, (record, attempt) -> {
+      seen.set(attempt);
+      effect(record, attempt);
+    }).build(), group, topic);
+
+    Await.until("k0 found in progress", () -> inProgressAnswers.get() >= 1);
+    assertThat(effects.counts()).isEmpty();
+    clock.advance(LEASE.plusSeconds(1));
+    Await.until("e0 handled by a takeover", () -> effects.count("e0") == 1);
+    assertThat(seen.get().takeover()).isTrue();
+    assertThat(seen.get().attemptNumber()).isEqualTo(2);
+    Await.until("committed", () -> Map.of(0, 1L).equals(Broker.committed(group)));
+  }
+
+  @Test
+  void recordWithoutKeyIsDeadLetteredByDefault() {
+    String topic = Broker.topic(Broker.unique("nokey"), 1);
+    String group = Broker.unique("group");
+    Broker.send(topic, 0, null, "anonymous");
+    Broker.send(topic, 0, "k1", "e1");
+    start(consumer(once(Clock.systemUTC()), this::effect).build(), group, topic);
+
+    Await.until("everything committed", () -> Map.of(0, 2L).equals(Broker.committed(group)));
+    assertThat(effects.counts()).isEqualTo(Map.of("e1", 1));
+    List<ConsumerRecord<String, String>> dead = Broker.readAll(topic + "-dlt", 1);
+    assertThat(dead).singleElement().satisfies(r -> {
+      assertThat(r.value()).isEqualTo("anonymous");
+      assertThat(Broker.header(r, DeadLetterHeaders.REASON)).isEqualTo("NO_KEY");
+      assertThat(Broker.header(r, DeadLetterHeaders.IDEMPOTENCY_KEY)).isNull();
+      assertThat(Broker.header(r, DeadLetterHeaders.ATTEMPTS)).isEqualTo("0");
+    });
+  }
+
+  @Test
+  void recordWithoutKeyIsProcessedUnprotectedWhenConfigured() {
+    String topic = Broker.topic(Broker.unique("unprotected"), 1);
+    String group = Broker.unique("group");
+    List<Attempt> attempts = new ArrayList<>();
+    Broker.send(topic, 0, null, "anonymous");
+    Broker.send(topic, 0, null, "anonymous");
+    start(consumer(once(Clock.systemUTC()), (record, attempt) -> {
+      synchronized (attempts) {
+        attempts.add(attempt);
+      }
+      effect(record, attempt);
+    }).noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED).build(), group, topic);
+
+    Await.until("everything committed", () -> Map.of(0, 2L).equals(Broker.committed(group)));
+    assertThat(effects.counts()).as("no protection: both run").isEqualTo(Map.of("anonymous", 2));
+    assertThat(attempts).containsExactly(null, null);
+    assertThat(deadLettersPublished).hasValue(0);
+  }
+
+  @Test
+  void keyFromADerivationWhenTheHeaderIsMissing() {
+    String topic = Broker.topic(Broker.unique("derived"), 1);
+    String group = Broker.unique("group");
+    Broker.send(topic, 0, null, "order-7");
+    Broker.send(topic, 0, null, "order-7");
+    Broker.send(topic, 0, "explicit", "order-8");
+    start(consumer(once(Clock.systemUTC()), this::effect)
+        .key(KeyDerivation.<String, String>header(KeyDerivation.DEFAULT_HEADER)
+            .orElse(KeyDerivation.sha256OfValue()))
+        .build(), group, topic);
+
+    Await.until("everything committed", () -> Map.of(0, 3L).equals(Broker.committed(group)));
+    assertThat(effects.counts()).isEqualTo(Map.of("order-7", 1, "order-8", 1));
+    assertThat(store().find(IdempotencyKey.of(group, "explicit"))).isPresent();
+  }
+
+  @Test
+  void keyReusedWithAnotherPayloadIsDeadLettered() {
+    String topic = Broker.topic(Broker.unique("reused"), 1);
+    String group = Broker.unique("group");
+    Broker.send(topic, 0, "k1", "e1");
+    Broker.send(topic, 0, "k1", "something else");
+    Broker.send(topic, 0, "k2", "e2");
+    start(consumer(once(Clock.systemUTC()), this::effect).build(), group, topic);
+
+    Await.until("everything committed", () -> Map.of(0, 3L).equals(Broker.committed(group)));
+    assertThat(effects.counts()).isEqualTo(Map.of("e1", 1, "e2", 1));
+    assertThat(Broker.readAll(topic + "-dlt", 1)).singleElement().satisfies(r -> {
+      assertThat(r.value()).isEqualTo("something else");
+      assertThat(Broker.header(r, DeadLetterHeaders.REASON)).isEqualTo("KEY_REUSED");
+      assertThat(Broker.header(r, DeadLetterHeaders.EXCEPTION_CLASS))
+          .isEqualTo(dev.once.KeyReusedException.class.getName());
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  Once once(Clock clock) {
+    return Once.builder(store()).clock(clock).lease(LEASE).build();
+  }
+
+  IdempotentConsumer.Builder<String, String> consumer(Once once,
+      RecordHandler<String, String> handler) {
+    DeadLetterPublisher<String, String> kafka = DeadLetterPublisher.to(Broker.PRODUCER);
+    return IdempotentConsumer.builder(once, handler)
+        .deadLetters(letter -> {
+          kafka.publish(letter);
+          deadLettersPublished.incrementAndGet();
+        })
+        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .inProgressBackoff(Duration.ofMillis(50))
+        .pollTimeout(Duration.ofMillis(100));
+  }
+
+  Future<?> start(IdempotentConsumer<String, String> consumer, String group, String topic) {
+    IdempotentConsumerLoop<String, String> loop = consumer.loop(Broker.consumer(group),
+        List.of(topic));
+    loops.add(loop);
+    return threads.submit(loop);
+  }
+
+  void effect(ConsumerRecord<String, String> record, Attempt attempt) {
+    effects.record(record.value(), record.partition());
+  }
+
+  static Throwable catchCause(Future<?> future) throws InterruptedException {
+    try {
+      future.get();
+      return null;
+    } catch (ExecutionException e) {
+      return e.getCause();
+    }
+  }
+
+  /** Stands for the death of the consumer's process in the middle of a batch. */
+  static final class SimulatedCrash extends Error {
+    private static final long serialVersionUID = 1L;
+  }
+
+  /** A failure no retry can fix. */
+  static final class PoisonException extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    PoisonException(String message) {
+      super(message);
+    }
+  }
+}

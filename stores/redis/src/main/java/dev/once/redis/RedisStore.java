@@ -1,0 +1,361 @@
+package dev.once.redis;
+
+import dev.once.Checkpoint;
+import dev.once.IdempotencyKey;
+import dev.once.StoreUnavailableException;
+import dev.once.internal.Checks;
+import dev.once.redis.internal.KeyLayout;
+import dev.once.redis.internal.RedisAccess;
+import dev.once.redis.internal.RedisEngine;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.RedisClusterURIUtil;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.Delay;
+import java.net.URI;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * An {@link IdempotencyStore} on Redis, standalone or Cluster, through Lettuce. Each transition
+ * (claim, complete, fail, extend, checkpoint) is one Lua script: one round trip, atomic, deciding
+ * exactly as {@link dev.once.spi.ClaimRules#decide} with the caller's clock (never Redis's), every
+ * write after the claim conditional on the fencing token. {@link #claimAll} is pipelined.
+ *
+ * <pre>{@code
+ * RedisStore store = RedisStore.builder("redis://127.0.0.1:6379")   // or redis-cluster://h1:p1,h2:p2
+ *     .keyPrefix("once:")                                            // the default
+ *     .commandTimeout(Duration.ofSeconds(2))                         // the default
+ *     .durability(Durability.replicas(1, Duration.ofMillis(100)))    // default: plain
+ *     .build();
+ * Once once = Once.builder(store).build();
+ * }</pre>
+ *
+ * <p>A record is one hash; its retention is enforced by the caller's clock (a record whose expiry
+ * passed behaves as absent) and, to collect garbage, by a Redis key expiry set relatively
+ * ({@code PEXPIRE}) one minute past the logical expiry. {@link #purgeExpired} and
+ * {@link #reapExpiredLeases} work through per-bucket sorted-set indexes that share the records'
+ * hash tags, so they are atomic and correct in a cluster. Every Redis error, lost connection or
+ * command timeout becomes a {@link StoreUnavailableException}; no call waits longer than the
+ * command timeout (plus the {@code WAIT} timeout of {@link Durability#replicas}). Thread-safe: one
+ * multiplexed connection serves every thread.
+ */
+public final class RedisStore implements IdempotencyStore {
+
+  /** The key prefix used unless {@link Builder#keyPrefix} says otherwise. */
+  public static final String DEFAULT_KEY_PREFIX = "once:";
+  /** The command timeout used unless {@link Builder#commandTimeout} says otherwise. */
+  public static final Duration DEFAULT_COMMAND_TIMEOUT = Duration.ofSeconds(2);
+  /** The payload bound used unless {@link Builder#maxPayloadBytes} says otherwise: 1 MiB. */
+  public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
+
+  private final RedisEngine engine;
+  private final String keyPrefix;
+  private final Durability durability;
+  private final int maxPayloadBytes;
+
+  private RedisStore(RedisEngine engine, String keyPrefix, Durability durability,
+      int maxPayloadBytes) {
+    this.engine = engine;
+    this.keyPrefix = keyPrefix;
+    this.durability = durability;
+    this.maxPayloadBytes = maxPayloadBytes;
+  }
+
+  /**
+   * A store over a standalone (or Sentinel) {@code client}, which must have been created with its
+   * {@link RedisURI}. The store opens one connection and closes it on {@link #close()}; the client
+   * stays the caller's.
+   */
+  public static Builder builder(RedisClient client) {
+    return new Builder(Objects.requireNonNull(client, "client"), null, null);
+  }
+
+  /**
+   * A store over a Redis Cluster {@code client}. The store opens one cluster connection and closes
+   * it on {@link #close()}; the client stays the caller's. Enable adaptive topology refresh on it
+   * so that the store follows slot migrations and failovers promptly (redirects are followed
+   * anyway).
+   */
+  public static Builder builder(RedisClusterClient client) {
+    return new Builder(null, Objects.requireNonNull(client, "client"), null);
+  }
+
+  /**
+   * A store over a client of its own, created from {@code uri} and shut down on {@link #close()}:
+   *
+   * <ul>
+   *   <li>{@code redis://[password@]host[:port][/database]}, {@code rediss://…} (TLS),
+   *       {@code redis-sentinel://…}, {@code redis-socket://…}: Lettuce's URI syntax;
+   *   <li>{@code redis-cluster://host:port[,host:port…]} and {@code rediss-cluster://…}: a Redis
+   *       Cluster, reached through any of the seed nodes.
+   * </ul>
+   *
+   * The client's commands time out after {@link Builder#commandTimeout}, it reconnects within a
+   * second of the server coming back, and in a cluster it refreshes its topology on redirects.
+   */
+  public static Builder builder(String uri) {
+    return new Builder(null, null, Objects.requireNonNull(uri, "uri"));
+  }
+
+  /** Configures a {@link RedisStore}. */
+  public static final class Builder {
+    private final RedisClient client;
+    private final RedisClusterClient clusterClient;
+    private final String uri;
+    private String keyPrefix = DEFAULT_KEY_PREFIX;
+    private Duration commandTimeout = DEFAULT_COMMAND_TIMEOUT;
+    private Durability durability = Durability.plain();
+    private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
+
+    private Builder(RedisClient client, RedisClusterClient clusterClient, String uri) {
+      this.client = client;
+      this.clusterClient = clusterClient;
+      this.uri = uri;
+    }
+
+    /**
+     * What every key of the store starts with (default {@value RedisStore#DEFAULT_KEY_PREFIX}):
+     * 1–64 visible ASCII characters without braces (the store adds its own hash tags). Stores
+     * with different prefixes share nothing.
+     */
+    public Builder keyPrefix(String prefix) {
+      Objects.requireNonNull(prefix, "keyPrefix");
+      if (prefix.isEmpty() || prefix.length() > 64) {
+        throw new IllegalArgumentException(
+            "keyPrefix must be 1–64 characters, was " + prefix.length());
+      }
+      for (int i = 0; i < prefix.length(); i++) {
+        char c = prefix.charAt(i);
+        if (c <= 0x20 || c >= 0x7F || c == '{' || c == '}') {
+          throw new IllegalArgumentException("keyPrefix must be visible ASCII without braces:"
+              + " character " + i + " is U+" + String.format("%04X", (int) c));
+        }
+      }
+      this.keyPrefix = prefix;
+      return this;
+    }
+
+    /**
+     * The longest any store call waits for Redis (default 2 s); past it the call throws
+     * {@link StoreUnavailableException}. A timed-out write may still have been applied: the
+     * fencing token keeps that safe.
+     */
+    public Builder commandTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "commandTimeout");
+      Checks.positive(timeout, "commandTimeout");
+      this.commandTimeout = timeout;
+      return this;
+    }
+
+    /** How sure each write must be; default {@link Durability#plain()}. */
+    public Builder durability(Durability durability) {
+      this.durability = Objects.requireNonNull(durability, "durability");
+      return this;
+    }
+
+    /**
+     * The largest outcome or checkpoint body the store accepts (default 1 MiB). {@code Once}
+     * refuses larger payloads before they reach Redis; the store refuses them too.
+     */
+    public Builder maxPayloadBytes(int bytes) {
+      this.maxPayloadBytes = Checks.positive(bytes, "maxPayloadBytes");
+      return this;
+    }
+
+    /**
+     * The store, connected.
+     *
+     * @throws StoreUnavailableException if Redis cannot be reached
+     * @throws IllegalArgumentException  if the URI is malformed
+     */
+    public RedisStore build() {
+      RedisAccess access = connect();
+      RedisEngine engine = new RedisEngine(access, new KeyLayout(keyPrefix), durability,
+          commandTimeout, maxPayloadBytes);
+      return new RedisStore(engine, keyPrefix, durability, maxPayloadBytes);
+    }
+
+    private RedisAccess connect() {
+      if (client != null) {
+        return connecting("Redis", () -> RedisAccess.standalone(client, "Redis", null));
+      }
+      if (clusterClient != null) {
+        return connecting("Redis Cluster",
+            () -> RedisAccess.cluster(clusterClient, "Redis Cluster", null));
+      }
+      return connectUri();
+    }
+
+    private RedisAccess connectUri() {
+      String scheme = uri.contains("://") ? uri.substring(0, uri.indexOf("://")) : "";
+      boolean cluster = scheme.equals("redis-cluster") || scheme.equals("rediss-cluster");
+      String where = redacted(uri);
+      ClientResources resources = ClientResources.builder()
+          // Reconnect within a second of the server coming back (Lettuce's default backs off to 30 s).
+          .reconnectDelay(Delay.exponential(Duration.ofMillis(10), Duration.ofSeconds(1), 2,
+              TimeUnit.MILLISECONDS))
+          .build();
+      SocketOptions socket = SocketOptions.builder().connectTimeout(commandTimeout).build();
+      TimeoutOptions timeouts = TimeoutOptions.enabled(commandTimeout);
+      try {
+        if (cluster) {
+          String plain = (scheme.startsWith("rediss") ? "rediss" : "redis")
+              + uri.substring(scheme.length());
+          List<RedisURI> seeds = RedisClusterURIUtil.toRedisURIs(URI.create(plain));
+          seeds.forEach(s -> s.setTimeout(commandTimeout));
+          RedisClusterClient owned = RedisClusterClient.create(resources, seeds);
+          owned.setOptions(ClusterClientOptions.builder()
+              .socketOptions(socket)
+              .timeoutOptions(timeouts)
+              .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                  .enableAllAdaptiveRefreshTriggers().build())
+              .build());
+          return connecting(where, () -> RedisAccess.cluster(owned, where,
+              () -> shutdown(owned, resources)), () -> shutdown(owned, resources));
+        }
+        RedisURI redisUri = RedisURI.create(uri);
+        redisUri.setTimeout(commandTimeout);
+        RedisClient owned = RedisClient.create(resources, redisUri);
+        owned.setOptions(ClientOptions.builder()
+            .socketOptions(socket)
+            .timeoutOptions(timeouts)
+            .build());
+        return connecting(where, () -> RedisAccess.standalone(owned, where,
+            () -> shutdown(owned, resources)), () -> shutdown(owned, resources));
+      } catch (IllegalArgumentException e) {
+        resources.shutdown(0, 2, TimeUnit.SECONDS);
+        throw new IllegalArgumentException("not a Redis URI (redis://host:port, rediss://…,"
+            + " redis-sentinel://…, redis-cluster://host:port,host:port): " + where
+            + ": " + e.getMessage(), e);
+      }
+    }
+
+    private static RedisAccess connecting(String where, java.util.function.Supplier<RedisAccess> c) {
+      return connecting(where, c, () -> { });
+    }
+
+    private static RedisAccess connecting(String where, java.util.function.Supplier<RedisAccess> c,
+        Runnable onFailure) {
+      try {
+        return c.get();
+      } catch (RedisException e) {
+        onFailure.run();
+        throw new StoreUnavailableException("cannot connect to " + where + ": " + e.getMessage(),
+            e);
+      } catch (RuntimeException e) {
+        onFailure.run();
+        throw e;
+      }
+    }
+
+    private static void shutdown(RedisClient client, ClientResources resources) {
+      client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+      resources.shutdown(0, 2, TimeUnit.SECONDS);
+    }
+
+    private static void shutdown(RedisClusterClient client, ClientResources resources) {
+      client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+      resources.shutdown(0, 2, TimeUnit.SECONDS);
+    }
+
+    /** The URI without its password, for messages. */
+    private static String redacted(String uri) {
+      return uri.replaceAll("://[^@/]*@", "://***@");
+    }
+  }
+
+  /** The prefix of every key of this store. */
+  public String keyPrefix() {
+    return keyPrefix;
+  }
+
+  /** The durability grade of this store's writes. */
+  public Durability durability() {
+    return durability;
+  }
+
+  @Override
+  public Claim claim(ClaimRequest request) {
+    return engine.claim(request);
+  }
+
+  /**
+   * Claims a batch pipelined: all requests are sent before any answer is awaited, so a batch of
+   * distinct keys takes one round trip (in a cluster, one per master, in parallel). A key that
+   * appears again in the batch is sent after the earlier answers, so it sees the earlier claim.
+   */
+  @Override
+  public List<Claim> claimAll(List<ClaimRequest> requests) {
+    return engine.claimAll(requests);
+  }
+
+  @Override
+  public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
+      Duration retention) {
+    engine.complete(key, token, outcome, now, retention);
+  }
+
+  @Override
+  public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    engine.fail(key, token, error, now, retention);
+  }
+
+  @Override
+  public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+    return engine.extend(key, token, now, lease);
+  }
+
+  @Override
+  public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+    engine.checkpoint(key, token, checkpoint, now);
+  }
+
+  /** The stored record, expired (by the caller's clock) or not, until purged or collected by Redis. */
+  @Override
+  public Optional<IdempotencyRecord> find(IdempotencyKey key) {
+    return engine.find(key);
+  }
+
+  @Override
+  public int purgeExpired(Instant now, int limit) {
+    return engine.purgeExpired(now, limit);
+  }
+
+  @Override
+  public int reapExpiredLeases(Instant now, int limit) {
+    return engine.reapExpiredLeases(now, limit);
+  }
+
+  @Override
+  public int maxPayloadBytes() {
+    return maxPayloadBytes;
+  }
+
+  /** Closes the store's connection, and the client too when the store created it from a URI. */
+  @Override
+  public void close() {
+    engine.close();
+  }
+
+  @Override
+  public String toString() {
+    return "RedisStore[" + engine.description() + ", prefix " + keyPrefix + ", " + durability + "]";
+  }
+}

@@ -1,0 +1,128 @@
+package dev.once.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.StoreUnavailableException;
+import dev.once.redis.internal.KeyLayout;
+import dev.once.redis.testing.RedisClusterProcess;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.Outcome;
+import dev.once.testkit.ManualClock;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/** Redis Cluster specifics: slots moving under a running store, and the cluster URI form. */
+class RedisClusterTest {
+
+  private static final RedisClusterProcess CLUSTER = RedisServers.Cluster.CLUSTER;
+  private static final Fingerprint FP = Fingerprint.of("request");
+  private static final Duration LEASE = Duration.ofSeconds(30);
+  private static final Duration RETENTION = Duration.ofHours(1);
+
+  private final ManualClock clock = new ManualClock();
+  private final String prefix = "c-" + UUID.randomUUID().toString().substring(0, 8) + ":";
+
+  private ClaimRequest request(IdempotencyKey key) {
+    return new ClaimRequest(key, FP, clock.instant(), LEASE, RETENTION);
+  }
+
+  @Test
+  void theStoreFollowsASlotMigratedWhileItRuns() {
+    KeyLayout layout = new KeyLayout(prefix);
+    IdempotencyKey done = IdempotencyKey.of("moved", "done");
+    // Three keys in the same bucket, hence the same slot, which is then moved with all of them.
+    List<IdempotencyKey> sameSlot = new ArrayList<>(List.of(done));
+    for (int i = 0; sameSlot.size() < 3; i++) {
+      IdempotencyKey candidate = IdempotencyKey.of("moved", "k" + i);
+      if (Arrays.equals(layout.keys(candidate)[1], layout.keys(done)[1])) {
+        sameSlot.add(candidate);
+      }
+    }
+    IdempotencyKey running = sameSlot.get(1);
+    IdempotencyKey fresh = sameSlot.get(2);
+    int slot = SlotHash.getSlot(layout.keys(done)[0]);
+
+    // A client without adaptive topology refresh: only the MOVED redirect can lead it.
+    RedisClusterClient client = RedisClusterClient.create(CLUSTER.uri());
+    try (RedisStore store = RedisStore.builder(client).keyPrefix(prefix).build()) {
+      long doneToken = ((Claim.Acquired) store.claim(request(done))).token();
+      store.complete(done, doneToken, text("charged"), clock.instant(), RETENTION);
+      long runningToken = ((Claim.Acquired) store.claim(request(running))).token();
+      int source = CLUSTER.ownerOf(slot);
+      int target = (source + 1) % CLUSTER.nodes().size();
+      long movedBefore = movedErrors(source);
+
+      CLUSTER.migrateSlot(slot, target);
+
+      assertThat(CLUSTER.keysInSlot(target, slot)).isEqualTo(4); // two records and two indexes
+      assertThat(CLUSTER.keysInSlot(source, slot)).isZero();
+      assertThat(store.claim(request(done))).isEqualTo(new Claim.Replay(text("charged"), doneToken));
+      assertThat(movedErrors(source)).as("MOVED answers from the old owner")
+          .isGreaterThan(movedBefore);
+      store.complete(running, runningToken, text("late"), clock.instant(), RETENTION);
+      assertThat(store.claim(request(running))).isEqualTo(new Claim.Replay(text("late"), runningToken));
+      assertThat(store.claimAll(List.of(request(fresh), request(done), request(fresh))))
+          .extracting(c -> c.getClass().getSimpleName())
+          .containsExactly("Acquired", "Replay", "InProgress");
+      assertThat(CLUSTER.keysInSlot(target, slot)).isEqualTo(5);
+
+      clock.advance(RETENTION);
+      assertThat(store.reapExpiredLeases(clock.instant(), 1000)).isEqualTo(1);
+      assertThat(store.purgeExpired(clock.instant(), 1000)).isEqualTo(3);
+      assertThat(CLUSTER.keysInSlot(target, slot)).isZero();
+    } finally {
+      client.shutdown(Duration.ZERO, Duration.ofSeconds(1));
+    }
+  }
+
+  @Test
+  void aClusterUriMakesAClusterStore() {
+    try (RedisStore store = RedisStore.builder(CLUSTER.storeUri()).keyPrefix(prefix).build()) {
+      List<ClaimRequest> batch = new ArrayList<>();
+      for (int i = 0; i < 50; i++) {
+        batch.add(request(IdempotencyKey.of("uri", "k" + i)));
+      }
+      assertThat(store.claimAll(batch)).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
+      assertThat(store.claimAll(batch)).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.InProgress.class));
+      assertThat(store.toString()).contains("redis-cluster://");
+    }
+  }
+
+  @Test
+  void waitForReplicasAsksTheMasterThatTookTheWrite() {
+    // The test cluster has no replicas: WAIT reaches the right master and reports 0 of 1.
+    try (RedisStore store = RedisStore.builder(RedisServers.Cluster.CLIENT).keyPrefix(prefix)
+        .durability(Durability.replicas(1, Duration.ofMillis(50))).build()) {
+      assertThatThrownBy(() -> store.claim(request(IdempotencyKey.of("wait", "k"))))
+          .isInstanceOf(StoreUnavailableException.class)
+          .hasMessageContaining("only 0 of 1 replicas acknowledged the claim of wait//k");
+      assertThatThrownBy(() -> store.claimAll(List.of(request(IdempotencyKey.of("wait", "a")),
+          request(IdempotencyKey.of("wait", "b")), request(IdempotencyKey.of("wait", "c")))))
+          .isInstanceOf(StoreUnavailableException.class)
+          .hasMessageContaining("only 0 of 1 replicas acknowledged the batch claim of 3 keys");
+    }
+  }
+
+  private static long movedErrors(int node) {
+    String stats = (String) CLUSTER.nodes().get(node).call("INFO", "errorstats");
+    Matcher m = Pattern.compile("errorstat_MOVED:count=(\\d+)").matcher(stats);
+    return m.find() ? Long.parseLong(m.group(1)) : 0;
+  }
+
+  private static Outcome text(String s) {
+    return Outcome.success("text/plain", s.getBytes(StandardCharsets.UTF_8));
+  }
+}
