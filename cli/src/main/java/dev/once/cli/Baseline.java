@@ -31,6 +31,75 @@ interface Baseline extends AutoCloseable {
   @Override
   void close();
 
+  /**
+   * Lettuce on its own connection to the same server: {@code SET key started NX PX lease}, then
+   * {@code SET key response PX retention}; a replay is {@code GET key}.
+   */
+  final class Redis implements Baseline {
+    private final AutoCloseable client;
+    private final io.lettuce.core.api.StatefulConnection<String, String> connection;
+    private final io.lettuce.core.api.sync.RedisStringCommands<String, String> commands;
+    private final String prefix = "once-bench-raw:";
+
+    Redis(String uri, boolean cluster) {
+      if (cluster) {
+        String scheme = uri.substring(0, uri.indexOf("://"));
+        String plain = (scheme.startsWith("rediss") ? "rediss" : "redis") + uri.substring(
+            scheme.length());
+        io.lettuce.core.cluster.RedisClusterClient c = io.lettuce.core.cluster.RedisClusterClient
+            .create(io.lettuce.core.cluster.RedisClusterURIUtil.toRedisURIs(
+                java.net.URI.create(plain)));
+        io.lettuce.core.cluster.api.StatefulRedisClusterConnection<String, String> conn =
+            c.connect();
+        client = c::shutdown;
+        connection = conn;
+        commands = conn.sync();
+      } else {
+        io.lettuce.core.RedisClient c = io.lettuce.core.RedisClient.create(uri);
+        io.lettuce.core.api.StatefulRedisConnection<String, String> conn = c.connect();
+        client = c::shutdown;
+        connection = conn;
+        commands = conn.sync();
+      }
+    }
+
+    @Override
+    public String describeNewKey() {
+      return "SET NX PX + SET PX (Lettuce)";
+    }
+
+    @Override
+    public String describeReplay() {
+      return "GET (Lettuce)";
+    }
+
+    @Override
+    public void newKey(String key, byte[] requestHash, byte[] response) {
+      String k = prefix + key;
+      if (commands.set(k, "started", io.lettuce.core.SetArgs.Builder.nx().px(30_000)) == null) {
+        throw new IllegalStateException("bench keys must be new");
+      }
+      commands.set(k, new String(response, java.nio.charset.StandardCharsets.UTF_8),
+          io.lettuce.core.SetArgs.Builder.px(600_000));
+    }
+
+    @Override
+    public byte[] replay(String key) {
+      String value = commands.get(prefix + key);
+      return value == null ? null : value.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public void close() {
+      connection.close();
+      try {
+        client.close();
+      } catch (Exception e) {
+        // shutting down anyway
+      }
+    }
+  }
+
   /** A {@link ConcurrentHashMap}: what {@code InMemoryStore} is built on. */
   final class InMemory implements Baseline {
     private final ConcurrentHashMap<String, byte[]> map = new ConcurrentHashMap<>();

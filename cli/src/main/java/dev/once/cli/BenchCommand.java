@@ -176,8 +176,16 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
   }
 
   private Baseline baseline(OpenStore opened) {
-    return opened.dataSource() == null ? new Baseline.InMemory()
-        : new Baseline.Sql(opened.dataSource(), opened.uri().kind().dialect(), RAW_TABLE);
+    StoreUri uri = opened.uri();
+    return switch (uri.kind()) {
+      case MEMORY -> new Baseline.InMemory();
+      case REDIS, REDIS_CLUSTER -> new Baseline.Redis(uri.service().host(),
+          uri.kind() == StoreUris.Kind.REDIS_CLUSTER);
+      case DYNAMODB -> throw new ParameterException(spec.commandLine(),
+          "bench does not support DynamoDB yet (it supports sqlite:, memory:, postgres:, "
+              + "mariadb:, redis: and redis-cluster: stores)");
+      default -> new Baseline.Sql(opened.dataSource(), uri.kind().dialect(), RAW_TABLE);
+    };
   }
 
   private static void dropOnceTable(OpenStore opened) {

@@ -38,13 +38,37 @@ final class SchemaCommand implements Callable<Integer> {
   @Option(names = "--apply", description = "Connect and create the table and indexes if missing.")
   boolean apply;
 
+  /** DynamoDB has no DDL to print: describe the table, and with --apply create it. */
+  private Integer dynamoDb(StoreUri uri) {
+    PrintWriter out = spec.commandLine().getOut();
+    try (OpenStore opened = store.open(1)) {
+      if (!apply) {
+        out.println("DynamoDB table " + ((dev.once.dynamodb.DynamoDbStore) opened.store()).table()
+            + ": string partition key, on-demand billing, TTL on the expiry attribute. "
+            + "--apply creates it (or checks an existing one).");
+      } else {
+        opened.createSchema();
+        out.println("Table ready: " + opened.describe());
+      }
+      out.flush();
+      return 0;
+    } catch (StoreUnavailableException | IllegalStateException e) {
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "could not create the table at "
+          + uri.display() + ": " + StoreUris.causeMessage(e));
+    }
+  }
+
   @Override
   public Integer call() {
     StoreUri uri = store.uri();
     JdbcDialect dialect = uri.kind().dialect();
+    if (uri.kind() == StoreUris.Kind.DYNAMODB) {
+      return dynamoDb(uri);
+    }
     if (dialect == null) {
       throw new ParameterException(spec.commandLine(), "the store " + uri.display()
-          + " has no SQL schema (schema applies to sqlite:, postgres:, mariadb: and jdbc: stores)");
+          + " has no schema (schema applies to sqlite:, postgres:, mariadb:, jdbc: and dynamodb: "
+          + "stores)");
     }
     String ddl;
     try {

@@ -33,11 +33,15 @@ final class StoreOption {
           "memory:, this process only;",
           "postgres://user:pass@host:port/db;",
           "mariadb://user:pass@host:port/db;",
-          "a jdbc:postgresql:... or jdbc:mariadb:... URL."})
+          "a jdbc:postgresql:... or jdbc:mariadb:... URL;",
+          "redis://[:pass@]host:port[/db], rediss://... (TLS);",
+          "redis-cluster://host:port[,host:port...];",
+          "dynamodb://local[?endpoint=http://localhost:8000] or dynamodb://REGION, each with "
+              + "an optional &table=NAME."})
   String store = DEFAULT_URI;
 
   @Option(names = "--table", defaultValue = JdbcStore.DEFAULT_TABLE, paramLabel = "NAME",
-      description = "The table of a SQL store.")
+      description = "The table of a SQL or DynamoDB store.")
   String table = JdbcStore.DEFAULT_TABLE;
 
   /**

@@ -42,7 +42,8 @@ import java.util.regex.Pattern;
 final class StoreUris {
 
   /** What the error for an unknown scheme lists. ASCII dots: a terminal may lack the ellipsis. */
-  static final String SUPPORTED = "sqlite:PATH, memory:, postgres://..., mariadb://...";
+  static final String SUPPORTED = "sqlite:PATH, memory:, postgres://..., mariadb://..., "
+      + "redis://..., redis-cluster://..., dynamodb://local or dynamodb://REGION";
 
   /** How long to wait for a server connection, at start and from the pool. */
   static final long CONNECT_TIMEOUT_MILLIS = 5_000;
@@ -58,7 +59,10 @@ final class StoreUris {
     MEMORY("in memory", null),
     SQLITE("SQLite", JdbcDialect.SQLITE),
     POSTGRESQL("PostgreSQL", JdbcDialect.POSTGRESQL),
-    MARIADB("MariaDB", JdbcDialect.MARIADB);
+    MARIADB("MariaDB", JdbcDialect.MARIADB),
+    DYNAMODB("DynamoDB", null),
+    REDIS("Redis", null),
+    REDIS_CLUSTER("Redis Cluster", null);
 
     private final String label;
     private final JdbcDialect dialect;
@@ -88,9 +92,11 @@ final class StoreUris {
    *                 else null
    * @param user     the user of a {@code user:pass@} part, or null
    * @param password the password of a {@code user:pass@} part, or null
+   * @param service  for a store reached through its own client (DynamoDB, Redis), what the client
+   *                 needs; else null
    */
   record StoreUri(Kind kind, String display, Path file, String jdbcUrl, String user,
-      String password) {
+      String password, ServiceStores.Service service) {
 
     /** Whether the records outlive the process. */
     boolean persistent() {
@@ -125,7 +131,7 @@ final class StoreUris {
           throw new IllegalArgumentException("store URI '" + mask(text)
               + "': memory: takes nothing after the colon");
         }
-        return new StoreUri(Kind.MEMORY, "memory:", null, null, null, null);
+        return new StoreUri(Kind.MEMORY, "memory:", null, null, null, null, null);
       case "sqlite":
         return sqlite(text, rest);
       case "postgres":
@@ -135,6 +141,13 @@ final class StoreUris {
         return server(text, Kind.MARIADB, "mariadb", 3306);
       case "jdbc":
         return jdbc(text, rest);
+      case "dynamodb":
+        return ServiceStores.parseDynamoDb(text);
+      case "redis":
+      case "rediss":
+      case "redis-cluster":
+      case "rediss-cluster":
+        return ServiceStores.parseRedis(text, scheme);
       default:
         throw unsupported(text);
     }
@@ -178,7 +191,7 @@ final class StoreUris {
       throw new IllegalArgumentException("store URI '" + mask(text) + "' is not a valid file path: "
           + e.getReason());
     }
-    return new StoreUri(Kind.SQLITE, mask(text), file, null, null, null);
+    return new StoreUri(Kind.SQLITE, mask(text), file, null, null, null, null);
   }
 
   /** {@code postgres://user:pass@host:port/db?params} and {@code mariadb://…}. */
@@ -233,7 +246,7 @@ final class StoreUris {
     String display = scheme + "://" + (user == null ? "" : user + (password == null ? "" : ":***")
         + "@") + host + ":" + port + "/" + database
         + (uri.getRawQuery() == null ? "" : "?" + mask(uri.getRawQuery()));
-    return new StoreUri(kind, display, null, jdbcUrl, user, password);
+    return new StoreUri(kind, display, null, jdbcUrl, user, password, null);
   }
 
   /** {@code jdbc:postgresql:…} and {@code jdbc:mariadb:…}, handed to the driver as they are. */
@@ -267,7 +280,7 @@ final class StoreUris {
       throw new IllegalArgumentException("store URI '" + mask(text) + "' is not a JDBC URL the "
           + kind.label() + " driver accepts (expected jdbc:" + sub + "://host:port/database)");
     }
-    return new StoreUri(kind, mask(text), null, text, null, null);
+    return new StoreUri(kind, mask(text), null, text, null, null, null);
   }
 
   private static String decode(String raw) {
@@ -300,6 +313,10 @@ final class StoreUris {
         return new OpenStore(uri, new InMemoryStore(), null);
       case SQLITE:
         return openSqlite(uri, connections, table);
+      case DYNAMODB:
+      case REDIS:
+      case REDIS_CLUSTER:
+        return ServiceStores.open(uri, table);
       default:
         return openServer(uri, connections, table);
     }
@@ -450,6 +467,8 @@ final class StoreUris {
     void createSchema() {
       if (store instanceof JdbcStore jdbc) {
         jdbc.createSchema();
+      } else {
+        ServiceStores.createSchema(store);
       }
     }
 
@@ -461,6 +480,7 @@ final class StoreUris {
      */
     void requireSchema() {
       if (!(store instanceof JdbcStore jdbc)) {
+        ServiceStores.requireSchema(uri, store);
         return;
       }
       try (Connection connection = pool.getConnection();
@@ -481,6 +501,10 @@ final class StoreUris {
           return "in memory (gone when the command ends)";
         case SQLITE:
           return "SQLite file " + uri.file() + ", table " + ((JdbcStore) store).table();
+        case DYNAMODB:
+        case REDIS:
+        case REDIS_CLUSTER:
+          return ServiceStores.describe(uri, store);
         default:
           return uri.kind().label() + " " + uri.display() + ", table " + ((JdbcStore) store).table();
       }

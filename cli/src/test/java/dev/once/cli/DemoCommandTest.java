@@ -100,7 +100,7 @@ class DemoCommandTest {
   @ValueSource(strings = {
       "--duplicates=1.5", "--duplicates=-0.1", "--crash-rate=2", "--crash-rate=NaN",
       "--workers=0", "--workers=1000", "--events=0", "--events=abc", "--lease-ms=0",
-      "--store=redis://x", "--store=dynamodb://table", "--store=sqlite:", "--store=memory:x",
+      "--store=nats://x", "--store=dynamodb://table", "--store=sqlite:", "--store=memory:x",
       "--store=postgres://host", "--store=postgres://u:p@host:port/db", "--store=once.db",
       "--no-such-option"})
   void badOptionsAreOneLineErrorsWithExitCode2(String option) {
@@ -115,11 +115,11 @@ class DemoCommandTest {
 
   @Test
   void anUnsupportedStoreNamesTheOnesThatAre() {
-    Run run = run("demo", "--store", "redis://x");
+    Run run = run("demo", "--store", "nats://x");
 
     assertThat(run.exitCode()).isEqualTo(2);
-    assertThat(run.err().strip()).isEqualTo("once demo: store URI 'redis://x' is not supported by "
-        + "this build (supported: sqlite:PATH, memory:, postgres://..., mariadb://...)");
+    assertThat(run.err().strip()).isEqualTo("once demo: store URI 'nats://x' is not supported by "
+        + "this build (supported: " + StoreUris.SUPPORTED + ")");
   }
 
   @Test

@@ -78,8 +78,8 @@ class OperatorCommandsTest {
       CommandRun badTable = CommandRun.run("schema", "--table", "x; DROP TABLE y");
 
       assertThat(memory.exitCode()).isEqualTo(2);
-      assertThat(memory.err().strip()).isEqualTo("once schema: the store memory: has no SQL "
-          + "schema (schema applies to sqlite:, postgres:, mariadb: and jdbc: stores)");
+      assertThat(memory.err().strip()).isEqualTo("once schema: the store memory: has no "
+          + "schema (schema applies to sqlite:, postgres:, mariadb:, jdbc: and dynamodb: stores)");
       assertThat(badTable.exitCode()).isEqualTo(2);
       assertThat(badTable.err()).startsWith("once schema: --table: ").doesNotContain("\tat ");
     }

@@ -78,12 +78,26 @@ class StoreUrisTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"redis://x", "dynamodb://table", "mysql://h/d", "jdbc:oracle:thin:@x",
+  @ValueSource(strings = {"nats://x", "mongodb://h/d", "mysql://h/d", "jdbc:oracle:thin:@x",
       "file:/tmp/x"})
   void otherSchemesAreNotSupported(String text) {
     assertThatIllegalArgumentException().isThrownBy(() -> StoreUris.parse(text))
         .withMessage("store URI '" + text + "' is not supported by this build (supported: "
-            + "sqlite:PATH, memory:, postgres://..., mariadb://...)");
+            + StoreUris.SUPPORTED + ")");
+  }
+
+  @Test
+  void redisAndDynamoDbUrisParseWithoutConnecting() {
+    assertThat(StoreUris.parse("redis://:pw@127.0.0.1:1/0").kind()).isEqualTo(Kind.REDIS);
+    assertThat(StoreUris.parse("redis://:pw@127.0.0.1:1/0").display())
+        .isEqualTo("redis://:***@127.0.0.1:1/0");
+    assertThat(StoreUris.parse("redis-cluster://h1:7000,h2:7001").kind())
+        .isEqualTo(Kind.REDIS_CLUSTER);
+    StoreUri dynamo = StoreUris.parse("dynamodb://eu-west-1?table=orders");
+    assertThat(dynamo.kind()).isEqualTo(Kind.DYNAMODB);
+    assertThat(dynamo.service().host()).isEqualTo("eu-west-1");
+    assertThat(dynamo.service().parameters()).containsEntry("table", "orders");
+    assertThat(StoreUris.parse("dynamodb://local").service().parameters()).isEmpty();
   }
 
   @ParameterizedTest
