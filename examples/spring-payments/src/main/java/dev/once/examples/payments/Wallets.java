@@ -1,0 +1,48 @@
+package dev.once.examples.payments;
+
+import dev.once.spring.Idempotent;
+import java.util.UUID;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.stereotype.Service;
+import org.springframework.transaction.annotation.Transactional;
+
+/** Debits wallets. */
+@Service
+public class Wallets {
+
+  private final JdbcTemplate jdbc;
+
+  public Wallets(JdbcTemplate jdbc) {
+    this.jdbc = jdbc;
+  }
+
+  /**
+   * Debits {@code request.amount()} from the wallet and records the charge, once per
+   * {@code paymentKey}. The store is JDBC and the method is transactional, so Once joins the
+   * transaction: the claim of the key, the debit, the charge row and the stored result commit
+   * together or not at all. A second call with the same key returns the stored charge.
+   */
+  @Idempotent(key = "#paymentKey", scope = "payments.charge",
+      terminalOn = InsufficientFundsException.class)
+  @Transactional(noRollbackFor = InsufficientFundsException.class)
+  public Charge charge(String paymentKey, ChargeRequest request) {
+    int debited = jdbc.update(
+        "UPDATE wallet SET balance = balance - ? WHERE id = ? AND balance >= ?",
+        request.amount(), request.wallet(), request.amount());
+    if (debited == 0) {
+      throw new InsufficientFundsException(request.wallet(), request.amount());
+    }
+    String id = "ch_" + UUID.randomUUID().toString().replace("-", "").substring(0, 16);
+    jdbc.update("INSERT INTO charge (id, wallet_id, amount) VALUES (?, ?, ?)",
+        id, request.wallet(), request.amount());
+    long balance = jdbc.queryForObject("SELECT balance FROM wallet WHERE id = ?", Long.class,
+        request.wallet());
+    return new Charge(id, request.wallet(), request.amount(), balance);
+  }
+
+  /** The wallet's balance in cents, or null if there is no such wallet. */
+  public Long balance(String wallet) {
+    return jdbc.query("SELECT balance FROM wallet WHERE id = ?",
+        rs -> rs.next() ? rs.getLong(1) : null, wallet);
+  }
+}

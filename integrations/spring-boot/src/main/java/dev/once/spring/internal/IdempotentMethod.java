@@ -1,0 +1,189 @@
+package dev.once.spring.internal;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.once.Codec;
+import dev.once.Codecs;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.InvalidKeyException;
+import dev.once.jackson.CanonicalJson;
+import dev.once.spring.Idempotent;
+import java.lang.reflect.Method;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.Type;
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Future;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.context.expression.BeanFactoryResolver;
+import org.springframework.context.expression.MethodBasedEvaluationContext;
+import org.springframework.core.DefaultParameterNameDiscoverer;
+import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.expression.EvaluationException;
+import org.springframework.expression.Expression;
+import org.springframework.expression.ParseException;
+import org.springframework.expression.spel.standard.SpelExpressionParser;
+
+/**
+ * One {@link Idempotent} method, its annotation read and its expressions parsed once: how to make
+ * the key and the fingerprint of a call, and how to store its return value.
+ */
+final class IdempotentMethod {
+
+  private static final SpelExpressionParser PARSER = new SpelExpressionParser();
+  private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
+
+  /** What SpEL sees as {@code #root}: {@code #root.method}, {@code #root.args}, {@code #root.target}. */
+  record Root(Method method, Object[] args, Object target) {}
+
+  private final Method method;
+  private final String scope;
+  private final Expression key;
+  private final Expression tenant;
+  private final Expression fingerprint;
+  private final Class<? extends Throwable>[] terminalOn;
+  private final Type returnType;
+
+  private IdempotentMethod(Method method, Idempotent annotation, Class<?> targetClass) {
+    this.method = method;
+    String name = describe(method, targetClass);
+    this.scope = annotation.scope().isEmpty()
+        ? targetClass.getSimpleName() + "." + method.getName()
+        : annotation.scope();
+    try {
+      IdempotencyKey.of(scope, "probe");
+    } catch (InvalidKeyException e) {
+      throw new IllegalStateException("@Idempotent on " + name + ": invalid scope '" + scope
+          + "' (" + e.getMessage() + "); set @Idempotent(scope = ...)", e);
+    }
+    this.key = parse(annotation.key(), "key", name);
+    this.tenant = annotation.tenant().isEmpty() ? null : parse(annotation.tenant(), "tenant", name);
+    this.fingerprint = annotation.fingerprint().isEmpty() ? null
+        : parse(annotation.fingerprint(), "fingerprint", name);
+    this.terminalOn = annotation.terminalOn();
+    this.returnType = method.getGenericReturnType();
+    Class<?> raw = method.getReturnType();
+    if (CompletionStage.class.isAssignableFrom(raw) || Future.class.isAssignableFrom(raw)
+        || isReactive(raw)) {
+      throw new IllegalStateException("@Idempotent on " + name + ": asynchronous return types ("
+          + raw.getName() + ") are not supported; the method must return its result");
+    }
+  }
+
+  /** The method's metadata, or null if it is not {@link Idempotent}. */
+  static IdempotentMethod of(Method method, Class<?> targetClass) {
+    Idempotent annotation = org.springframework.core.annotation.AnnotatedElementUtils
+        .findMergedAnnotation(method, Idempotent.class);
+    return annotation == null ? null : new IdempotentMethod(method, annotation, targetClass);
+  }
+
+  String scope() {
+    return scope;
+  }
+
+  Class<? extends Throwable>[] terminalOn() {
+    return terminalOn;
+  }
+
+  /** The key of a call with {@code args}. */
+  IdempotencyKey key(Object target, Object[] args, BeanFactory beans) {
+    MethodBasedEvaluationContext context = context(target, args, beans);
+    Object keyValue = evaluate(key, context, "key");
+    if (keyValue == null) {
+      throw new InvalidKeyException("@Idempotent key '" + key.getExpressionString() + "' of "
+          + scope + " evaluated to null");
+    }
+    String tenantValue = "";
+    if (tenant != null) {
+      Object value = evaluate(tenant, context, "tenant");
+      if (value == null) {
+        throw new InvalidKeyException("@Idempotent tenant '" + tenant.getExpressionString()
+            + "' of " + scope + " evaluated to null");
+      }
+      tenantValue = value.toString();
+    }
+    return IdempotencyKey.of(scope, tenantValue, keyValue.toString());
+  }
+
+  /**
+   * The fingerprint of a call: the canonical JSON of the fingerprint expression's value (all
+   * arguments by default), or the bytes of a {@code byte[]} value.
+   */
+  Fingerprint fingerprint(Object target, Object[] args, BeanFactory beans, ObjectMapper mapper) {
+    Object value = fingerprint == null ? args
+        : evaluate(fingerprint, context(target, args, beans), "fingerprint");
+    if (value instanceof byte[] bytes) {
+      return Fingerprint.of(bytes);
+    }
+    try {
+      return CanonicalJson.fingerprint(mapper.writeValueAsBytes(value));
+    } catch (JsonProcessingException | IllegalArgumentException e) {
+      throw new IllegalArgumentException("@Idempotent on " + scope + ": cannot write "
+          + (fingerprint == null ? "the arguments" : "the fingerprint value") + " as JSON to"
+          + " fingerprint them (" + e.getMessage() + "); set @Idempotent(fingerprint = ...) to"
+          + " what identifies the request", e);
+    }
+  }
+
+  /** How the return value is stored: nothing for void, else JSON of the declared type. */
+  Codec<Object> codec(ObjectMapper mapper) {
+    Class<?> raw = method.getReturnType();
+    if (raw == void.class || raw == Void.class) {
+      @SuppressWarnings("unchecked")
+      Codec<Object> none = (Codec<Object>) (Codec<?>) Codecs.none();
+      return none;
+    }
+    if (raw == Optional.class) {
+      Type element = returnType instanceof ParameterizedType p
+          ? p.getActualTypeArguments()[0] : Object.class;
+      return new OptionalCodec(JsonCodecs.of(mapper, element));
+    }
+    return JsonCodecs.of(mapper, returnType);
+  }
+
+  private MethodBasedEvaluationContext context(Object target, Object[] args, BeanFactory beans) {
+    MethodBasedEvaluationContext context =
+        new MethodBasedEvaluationContext(new Root(method, args, target), method, args, NAMES);
+    if (beans != null) {
+      context.setBeanResolver(new BeanFactoryResolver(beans));
+    }
+    return context;
+  }
+
+  private Object evaluate(Expression expression, MethodBasedEvaluationContext context,
+      String what) {
+    try {
+      return expression.getValue(context);
+    } catch (EvaluationException e) {
+      throw new IllegalArgumentException("@Idempotent " + what + " '"
+          + expression.getExpressionString() + "' of " + scope + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  private static Expression parse(String text, String what, String method) {
+    if (text.isBlank()) {
+      throw new IllegalStateException("@Idempotent on " + method + ": " + what
+          + " must be a SpEL expression, e.g. \"#request.id\"");
+    }
+    try {
+      return PARSER.parseExpression(text);
+    } catch (ParseException e) {
+      throw new IllegalStateException("@Idempotent on " + method + ": " + what + " '" + text
+          + "' is not a valid SpEL expression: " + e.getMessage(), e);
+    }
+  }
+
+  private static boolean isReactive(Class<?> type) {
+    for (Class<?> c : type.getInterfaces()) {
+      if (c.getName().equals("org.reactivestreams.Publisher")) {
+        return true;
+      }
+    }
+    return type.getName().equals("org.reactivestreams.Publisher");
+  }
+
+  static String describe(Method method, Class<?> targetClass) {
+    return targetClass.getName() + "." + method.getName();
+  }
+}

@@ -1,0 +1,2 @@
+/** Implementation of the Spring Boot starter; not API. */
+package dev.once.spring.internal;
