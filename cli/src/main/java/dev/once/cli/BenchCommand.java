@@ -7,6 +7,8 @@ import dev.once.Once;
 import dev.once.StoreUnavailableException;
 import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
+import dev.once.jdbc.JdbcStore;
+import dev.once.jdbc.TransactionalOnce;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -123,7 +125,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
           out.flush();
         }
         List<Measurement> results = new ArrayList<>();
-        long total = 2L * 2 * rounds;
+        long total = (long) (opened.store() instanceof JdbcStore ? 5 : 4) * rounds;
         AtomicLong done = new AtomicLong();
         // Key numbers never repeat across threads, rounds and warm-ups (a counter per thread would
         // restart with every measurement).
@@ -131,16 +133,11 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         try (Progress progress = Progress.start("bench", total, done::get)) {
           // New keys: every operation a key never seen before, on both sides.
           results.addAll(compare("new keys", measure, warm, done,
-              new Side("raw", baseline.describeNewKey(), t -> {
+              concat(new Side("raw", baseline.describeNewKey(), t -> {
                 String prefix = "raw-" + run + "-" + t + "-";
                 return () -> baseline.newKey(prefix + keys.getAndIncrement(),
                     Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES);
-              }),
-              new Side("once", "Once.call: claim + run + complete", t -> {
-                String prefix = "new-" + run + "-" + t + "-";
-                return () -> once.call(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
-                    Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> RESPONSE);
-              })));
+              }), newKeySides(opened, once, keys))));
           // Replays: completed keys read at random, on both sides.
           for (int i = 0; i < REPLAY_KEYS; i++) {
             baseline.newKey("replay-" + run + "-" + i, Fingerprint.of(PAYLOAD).digest(),
@@ -168,6 +165,35 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             + " failed: " + StoreUris.causeMessage(e));
       }
     }
+  }
+
+  /**
+   * The sides of the new-keys workload: raw, Once in lease mode, and on a SQL store
+   * TransactionalOnce (claim and completion in one transaction, one commit).
+   */
+  private Side[] newKeySides(OpenStore opened, Once once, AtomicLong keys) {
+    List<Side> sides = new ArrayList<>();
+    sides.add(new Side("once", "Once.call: claim + run + complete", t -> {
+      String prefix = "new-" + run + "-" + t + "-";
+      return () -> once.call(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
+          Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> RESPONSE);
+    }));
+    if (opened.store() instanceof JdbcStore jdbc) {
+      TransactionalOnce tx = TransactionalOnce.builder(jdbc).build();
+      sides.add(new Side("tx", "TransactionalOnce: one transaction", t -> {
+        String prefix = "tx-" + run + "-" + t + "-";
+        return () -> tx.execute(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
+            Fingerprint.of(PAYLOAD), Codecs.utf8(), transaction -> RESPONSE);
+      }));
+    }
+    return sides.toArray(Side[]::new);
+  }
+
+  private static Side[] concat(Side first, Side[] rest) {
+    Side[] all = new Side[rest.length + 1];
+    all[0] = first;
+    System.arraycopy(rest, 0, all, 1, rest.length);
+    return all;
   }
 
   /** The last run's measurements, for tests. */
@@ -203,26 +229,30 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
   private record Side(String variant, String operation, IntFunction<Runnable> perThread) {}
 
   private List<Measurement> compare(String workload, Duration measure, Duration warm,
-      AtomicLong done, Side raw, Side once) throws InterruptedException {
-    Latencies[] latencies = {new Latencies(), new Latencies()};
-    long[] operations = new long[2];
-    long[] nanos = new long[2];
+      AtomicLong done, Side... sides) throws InterruptedException {
+    int n = sides.length;
+    Latencies[] latencies = new Latencies[n];
+    for (int i = 0; i < n; i++) {
+      latencies[i] = new Latencies();
+    }
+    long[] operations = new long[n];
+    long[] nanos = new long[n];
     for (int round = 0; round < rounds; round++) {
-      // ABBA: the side that went second goes first in the next round.
-      int[] order = round % 2 == 0 ? new int[] {0, 1} : new int[] {1, 0};
-      for (int side : order) {
-        Side s = side == 0 ? raw : once;
-        long[] result = measure(s, measure, warm, latencies[side]);
+      // Forward, then backward: the side that went last goes first in the next round.
+      for (int k = 0; k < n; k++) {
+        int side = round % 2 == 0 ? k : n - 1 - k;
+        long[] result = measure(sides[side], measure, warm, latencies[side]);
         operations[side] += result[0];
         nanos[side] += result[1];
         done.incrementAndGet();
       }
     }
-    return List.of(
-        new Measurement(workload, raw.variant(), raw.operation(), operations[0], nanos[0],
-            latencies[0].summary()),
-        new Measurement(workload, once.variant(), once.operation(), operations[1], nanos[1],
-            latencies[1].summary()));
+    List<Measurement> out = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      out.add(new Measurement(workload, sides[i].variant(), sides[i].operation(), operations[i],
+          nanos[i], latencies[i].summary()));
+    }
+    return out;
   }
 
   /** {threads} threads repeating the side's operation: warm-up, then measured; {ops, nanos}. */
@@ -287,8 +317,11 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             .put("p99Micros", m.latency().percentile(99) / 1e3));
       }
       Json.Obj ratios = Json.obj();
-      for (int i = 0; i + 1 < results.size(); i += 2) {
-        ratios.put(results.get(i).workload(), ratio(results.get(i + 1), results.get(i)));
+      for (Measurement m : results) {
+        if (!m.variant().equals("raw")) {
+          ratios.put(m.workload() + (m.variant().equals("once") ? "" : " (" + m.variant() + ")"),
+              ratio(m, raw(results, m.workload())));
+        }
       }
       out.println(Json.obj().put("store", opened.uri().display()).put("threads", threads)
           .put("measureMillis", measure.toMillis()).put("warmupMillis", warm.toMillis())
@@ -304,7 +337,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     for (int i = 0; i < results.size(); i++) {
       Measurement m = results.get(i);
       String versus = m.variant().equals("raw") ? ""
-          : String.format(Locale.ROOT, "%.2fx", ratio(m, results.get(i - 1)));
+          : String.format(Locale.ROOT, "%.2fx", ratio(m, raw(results, m.workload())));
       out.printf(Locale.ROOT, format, m.workload(), m.variant(), m.operation(),
           String.format(Locale.ROOT, "%.0f", m.opsPerSecond()),
           String.format(Locale.ROOT, "%.3f", m.latency().percentile(50) / 1e6),
@@ -312,7 +345,16 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     }
     out.printf(Locale.ROOT, "%n\"vs raw\" is Once's throughput over the raw primitives'; Once adds "
         + "fencing tokens, leases, fingerprint checks and stored outcomes.%n");
+    if (results.stream().anyMatch(m -> m.variant().equals("tx"))) {
+      out.printf(Locale.ROOT, "\"tx\" is transactional mode: claim and outcome commit together "
+          + "(in an application, with the business SQL), one commit instead of two.%n");
+    }
     out.flush();
+  }
+
+  private static Measurement raw(List<Measurement> results, String workload) {
+    return results.stream().filter(r -> r.workload().equals(workload)
+        && r.variant().equals("raw")).findFirst().orElseThrow();
   }
 
   private static double ratio(Measurement once, Measurement raw) {
