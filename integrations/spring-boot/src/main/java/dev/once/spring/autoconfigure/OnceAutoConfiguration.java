@@ -10,7 +10,6 @@ import dev.once.spi.IdempotencyStore;
 import dev.once.spring.IdempotencyFilterCustomizer;
 import dev.once.spring.OnceBuilderCustomizer;
 import dev.once.spring.OnceProperties;
-import dev.once.spring.internal.CompositeListener;
 import dev.once.spring.internal.IdempotentPostProcessor;
 import dev.once.spring.internal.OnceBackgroundTasks;
 import dev.once.spring.internal.OnceHealthIndicator;
@@ -98,7 +97,7 @@ public class OnceAutoConfiguration {
     }
     List<OnceListener> all = listeners.orderedStream().toList();
     if (!all.isEmpty()) {
-      builder.listener(CompositeListener.of(all));
+      builder.listener(OnceListener.compose(all.toArray(OnceListener[]::new)));
     }
     if (properties.isHeartbeat()) {
       builder.heartbeat(background.scheduler());
