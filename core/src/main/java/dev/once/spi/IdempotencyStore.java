@@ -7,8 +7,11 @@ import dev.once.StoreUnavailableException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Where records live. Every store implements the same rules, checked by the conformance suite in
@@ -36,11 +39,35 @@ public interface IdempotencyStore extends AutoCloseable {
    * Claims a batch, answering in the request order. Stores that can do it in one round trip
    * override this; the default claims one by one. Two requests for the same key in one batch are
    * decided in order: the second sees the first's claim.
+   *
+   * <p>All or nothing for the caller: when this throws, the caller holds none of the batch's
+   * claims. A store either acquires nothing (the JDBC store decides the batch in one transaction,
+   * rolled back on failure) or, before throwing, releases every claim it acquired in this batch
+   * with {@link #fail} (FAILED, retryable: the next claim of the key retries it at once, with the
+   * next token), as the default and the Redis and DynamoDB stores do. The release is best effort:
+   * one that itself fails (the store went away) leaves that record IN_PROGRESS until its lease
+   * runs out, when the next claim takes it over. Either way the caller may simply claim the whole
+   * batch again.
    */
   default List<Claim> claimAll(List<ClaimRequest> requests) {
     List<Claim> claims = new ArrayList<>(requests.size());
-    for (ClaimRequest request : requests) {
-      claims.add(claim(request));
+    try {
+      for (ClaimRequest request : requests) {
+        claims.add(claim(request));
+      }
+    } catch (RuntimeException failure) {
+      for (int i = 0; i < claims.size(); i++) {
+        if (claims.get(i) instanceof Claim.Acquired acquired) {
+          ClaimRequest r = requests.get(i);
+          try {
+            fail(r.key(), acquired.token(), "released: the batch claim failed: " + failure,
+                r.now(), r.retention());
+          } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+          }
+        }
+      }
+      throw failure;
     }
     return claims;
   }
@@ -51,6 +78,51 @@ public interface IdempotencyStore extends AutoCloseable {
    * @throws LeaseLostException if the record is not IN_PROGRESS under {@code token}
    */
   void complete(IdempotencyKey key, long token, Outcome outcome, Instant now, Duration retention);
+
+  /**
+   * Stores several final outcomes, as {@link #complete} does for each, in as few round trips as the
+   * store allows (JDBC on PostgreSQL: one statement; Redis: one pipelined round trip per master).
+   *
+   * <p>Each completion is its own fenced write: one whose record is no longer IN_PROGRESS under
+   * its token (taken over, reaped, purged, never claimed) changes nothing and is reported in the
+   * answer, and the others are stored all the same. Nothing is thrown for a lost lease.
+   *
+   * <p>Before writing anything the batch is checked ({@link Completion#checkBatch}): a null
+   * element, two completions for one key (a key is completed once), or an outcome larger than
+   * {@link #maxPayloadBytes()} refuses the whole call and stores nothing.
+   *
+   * <p>When the call throws {@link StoreUnavailableException}, any subset of the batch may have
+   * been stored (a store that writes the batch in one transaction stores none of it): the caller
+   * treats every completion of the call as not known to be stored, exactly as after a
+   * {@code complete} that threw.
+   *
+   * <p>The default checks the batch, then calls {@link #complete} for each completion in order,
+   * catching {@link LeaseLostException} per completion.
+   *
+   * @param completions the outcomes to store, at most one per key; may be empty
+   * @param now         the caller's clock reading
+   * @param retention   how long the completed records are kept, counted from {@code now}
+   * @return the keys whose completion was refused because the lease was lost, in request order;
+   *     empty when every outcome was stored
+   * @throws IllegalArgumentException  if two completions are for the same key (nothing stored)
+   * @throws dev.once.PayloadTooLargeException if an outcome exceeds {@link #maxPayloadBytes()}
+   *     (nothing stored)
+   */
+  default Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention) {
+    Completion.checkBatch(completions, maxPayloadBytes());
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(retention, "retention");
+    Set<IdempotencyKey> lost = new LinkedHashSet<>();
+    for (Completion c : completions) {
+      try {
+        complete(c.key(), c.token(), c.outcome(), now, retention);
+      } catch (LeaseLostException e) {
+        lost.add(c.key());
+      }
+    }
+    return lost;
+  }
 
   /**
    * Records a retryable failure: IN_PROGRESS → FAILED, kept (never deleted, so the token keeps

@@ -289,6 +289,52 @@ abstract class IdempotentConsumerContract {
   }
 
   @Test
+  void aCompletionLostToATakeoverIsNotCommittedPastAndNothingRepeats() {
+    String topic = Broker.topic(Broker.unique("lost"), 1);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 5; i++) {
+      Broker.send(topic, 0, "k" + i, "e" + i);
+    }
+    ManualClock clock = new ManualClock(Instant.now());
+    IdempotencyKey k2 = IdempotencyKey.of(group, "k2");
+    AtomicReference<Claim.Acquired> successor = new AtomicReference<>();
+    List<IdempotencyKey> leasesLost = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Once once = Once.builder(store()).clock(clock).lease(LEASE).listener(new OnceListener() {
+      @Override
+      public void onLeaseLost(IdempotencyKey key, long token) {
+        leasesLost.add(key);
+      }
+    }).build();
+    IdempotentConsumer<String, String> consumer = consumer(once, (record, attempt) -> {
+      effect(record, attempt);
+      if (record.value().equals("e2") && successor.get() == null) {
+        // The handler outlives its lease and another worker takes k2 over before the batch's
+        // outcomes are stored: k2's completion is refused, the others of the batch are stored.
+        clock.advance(LEASE.plusSeconds(1));
+        successor.set((Claim.Acquired) store().claim(new ClaimRequest(k2,
+            Fingerprint.of("e2"), clock.instant(), LEASE, Duration.ofHours(1))));
+      }
+    }).fingerprint(r -> Fingerprint.of(r.value())).build();
+    start(consumer, group, topic);
+
+    Await.until("e0..e4 handled and k2's lease found lost",
+        () -> effects.counts().size() == 5 && leasesLost.contains(k2),
+        () -> effects.counts() + " " + leasesLost);
+    Await.until("the prefix before k2 committed", () -> Map.of(0, 2L).equals(Broker.committed(group)),
+        () -> Broker.committed(group).toString());
+    assertThat(store().find(IdempotencyKey.of(group, "k3")).orElseThrow().status())
+        .as("a later record of the batch was stored all the same").isEqualTo(Status.COMPLETED);
+
+    // The successor finishes k2: its redelivery, and e3 and e4 after it, are replays.
+    store().complete(k2, successor.get().token(), Outcome.success("text/plain", new byte[0]),
+        clock.instant(), Duration.ofHours(1));
+    clock.advance(Duration.ofSeconds(1)); // past the partition's pause (the loop's clock)
+    Await.until("everything committed", () -> Map.of(0, 5L).equals(Broker.committed(group)),
+        () -> Broker.committed(group).toString());
+    assertThat(effects.counts()).hasSize(5).allSatisfy((event, n) -> assertThat(n).isOne());
+  }
+
+  @Test
   void holderThatDiedIsTakenOverWhenItsLeaseEnds() {
     String topic = Broker.topic(Broker.unique("takeover"), 1);
     String group = Broker.unique("group");

@@ -10,6 +10,7 @@ import dev.once.jdbc.internal.SqliteFiles;
 import dev.once.jdbc.internal.TableName;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -19,6 +20,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import javax.sql.DataSource;
 
 /**
@@ -181,6 +183,19 @@ public final class JdbcStore implements IdempotencyStore {
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests) {
     return engine.claimAll(requests);
+  }
+
+  /**
+   * {@inheritDoc}
+   *
+   * <p>PostgreSQL: one {@code UPDATE … FROM unnest(…) RETURNING} statement, one round trip.
+   * MariaDB/MySQL and SQLite: one JDBC batch in one transaction. Either way all or none of the
+   * batch is written when the call throws.
+   */
+  @Override
+  public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention) {
+    return engine.completeAll(completions, now, retention, maxPayloadBytes);
   }
 
   @Override

@@ -12,11 +12,13 @@ import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
+import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -200,6 +202,10 @@ class JdbcStoreTest {
     assertUnavailable(() -> store.find(key), "find on " + key + " failed: ");
     assertUnavailable(() -> store.complete(key, 1, Outcome.success("t", new byte[0]), T0,
         RETENTION), "complete on " + key + " failed: ");
+    assertUnavailable(() -> store.completeAll(List.of(
+        new Completion(key, 1, Outcome.success("t", new byte[0])),
+        new Completion(key("b"), 1, Outcome.success("t", new byte[0]))), T0, RETENTION),
+        "completeAll of 2 keys failed: ");
     assertUnavailable(() -> store.fail(key, 1, "x", T0, RETENTION), "fail on " + key);
     assertUnavailable(() -> store.extend(key, 1, T0, LEASE), "extend on " + key);
     assertUnavailable(() -> store.checkpoint(key, 1, Checkpoint.of("c", new byte[0]), T0),
@@ -346,6 +352,85 @@ class JdbcStoreTest {
     }
     assertThat(store.claimAll(requests)).allSatisfy(c -> assertThat(c)
         .isEqualTo(new Claim.InProgress(T0.plus(LEASE))));
+  }
+
+  @ParameterizedTest
+  @EnumSource(JdbcDialect.class)
+  void batchCompletionsKeepAwkwardKeysExactAndReportOnlyTheLostOnes(JdbcDialect dialect) {
+    JdbcStore store = Databases.store(dialect);
+    String scope = key("x").scope();
+    List<IdempotencyKey> keys = List.of(IdempotencyKey.of(scope, "NULL"),
+        IdempotencyKey.of(scope, "{a,b}"), IdempotencyKey.of(scope, "\"quoted\" \\ 'single'"),
+        IdempotencyKey.of(scope, " lead and trail "), IdempotencyKey.of(scope, "t,{\"}", "k"));
+    List<Completion> completions = new ArrayList<>();
+    for (IdempotencyKey k : keys) {
+      long token = ((Claim.Acquired) store.claim(request(k, T0))).token();
+      // The third one completes with a stale token.
+      long written = k == keys.get(2) ? token - 1 : token;
+      completions.add(new Completion(k, written,
+          Outcome.success("text/plain", k.key().getBytes(StandardCharsets.UTF_8))));
+    }
+
+    assertThat(store.completeAll(completions, T0.plusSeconds(1), RETENTION))
+        .containsExactly(keys.get(2));
+
+    for (IdempotencyKey k : keys) {
+      IdempotencyRecord r = store.find(k).orElseThrow();
+      assertThat(r.key()).isEqualTo(k);
+      assertThat(r.status()).isEqualTo(k == keys.get(2) ? Status.IN_PROGRESS : Status.COMPLETED);
+      if (k != keys.get(2)) {
+        assertThat(r.outcome().body()).isEqualTo(k.key().getBytes(StandardCharsets.UTF_8));
+        assertThat(r.updatedAt()).isEqualTo(T0.plusSeconds(1));
+      }
+    }
+  }
+
+  @Test
+  void aPostgresBatchCompletionIsOneStatement() {
+    CountingDataSource counting = new CountingDataSource(Databases.Postgres.DATA_SOURCE);
+    JdbcStore store = JdbcStore.builder(counting.dataSource).dialect(JdbcDialect.POSTGRESQL)
+        .table(Databases.Postgres.TABLE).build();
+    String scope = key("x").scope();
+    List<ClaimRequest> requests = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      requests.add(request(IdempotencyKey.of(scope, "k" + i), T0));
+    }
+    List<Claim> claims = store.claimAll(requests);
+    List<Completion> completions = new ArrayList<>();
+    for (int i = 0; i < requests.size(); i++) {
+      completions.add(new Completion(requests.get(i).key(),
+          ((Claim.Acquired) claims.get(i)).token(), Outcome.success("t", new byte[] {(byte) i})));
+    }
+    counting.calls.clear();
+
+    assertThat(store.completeAll(completions, T0, RETENTION)).isEmpty();
+
+    assertThat(counting.calls).containsExactly("executeQuery");
+  }
+
+  @Test
+  void mariaDbBulkBatchesThatAnswerNoCountsStillReportLostLeases() {
+    HikariConfig config = Databases.config("once-bulk");
+    config.setJdbcUrl(Databases.MariaDb.URL + "?useBulkStmts=true&useAffectedRows=true");
+    config.setUsername(Databases.MariaDb.USER);
+    config.setPassword(Databases.MariaDb.PASSWORD);
+    config.setMaximumPoolSize(2);
+    try (HikariDataSource bulk = new HikariDataSource(config)) {
+      JdbcStore store = JdbcStore.builder(bulk).dialect(JdbcDialect.MARIADB)
+          .table(Databases.MariaDb.TABLE).build();
+      IdempotencyKey kept = key("kept");
+      IdempotencyKey stale = key("stale");
+      long keptToken = ((Claim.Acquired) store.claim(request(kept, T0))).token();
+      long staleToken = ((Claim.Acquired) store.claim(request(stale, T0))).token();
+
+      assertThat(store.completeAll(List.of(
+          new Completion(kept, keptToken, Outcome.success("t", new byte[] {1})),
+          new Completion(stale, staleToken + 1, Outcome.success("t", new byte[] {2}))),
+          T0, RETENTION)).containsExactly(stale);
+
+      assertThat(store.find(kept).orElseThrow().status()).isEqualTo(Status.COMPLETED);
+      assertThat(store.find(stale).orElseThrow().status()).isEqualTo(Status.IN_PROGRESS);
+    }
   }
 
   @ParameterizedTest

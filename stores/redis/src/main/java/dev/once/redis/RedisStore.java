@@ -9,6 +9,7 @@ import dev.once.redis.internal.RedisAccess;
 import dev.once.redis.internal.RedisEngine;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -30,13 +31,15 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
  * An {@link IdempotencyStore} on Redis, standalone or Cluster, through Lettuce. Each transition
  * (claim, complete, fail, extend, checkpoint) is one Lua script: one round trip, atomic, deciding
  * exactly as {@link dev.once.spi.ClaimRules#decide} with the caller's clock (never Redis's), every
- * write after the claim conditional on the fencing token. {@link #claimAll} is pipelined.
+ * write after the claim conditional on the fencing token. {@link #claimAll} and
+ * {@link #completeAll} are pipelined.
  *
  * <pre>{@code
  * RedisStore store = RedisStore.builder("redis://127.0.0.1:6379")   // or redis-cluster://h1:p1,h2:p2
@@ -300,10 +303,24 @@ public final class RedisStore implements IdempotencyStore {
    * Claims a batch pipelined: all requests are sent before any answer is awaited, so a batch of
    * distinct keys takes one round trip (in a cluster, one per master, in parallel). A key that
    * appears again in the batch is sent after the earlier answers, so it sees the earlier claim.
+   * When the batch fails (an unanswered claim, too few replica acknowledgements), the claims it
+   * acquired are released as FAILED, pipelined and best effort, before the failure is thrown.
    */
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests) {
     return engine.claimAll(requests);
+  }
+
+  /**
+   * Completes a batch pipelined: every completion is sent before any answer is awaited, so a batch
+   * takes one round trip (in a cluster, one per master, in parallel), then one replica wait when
+   * {@link Durability} asks for one. Each completion is atomic on its key; when the call throws,
+   * some of the batch may have been stored.
+   */
+  @Override
+  public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention) {
+    return engine.completeAll(completions, now, retention);
   }
 
   @Override

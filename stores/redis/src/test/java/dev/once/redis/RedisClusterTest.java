@@ -10,7 +10,9 @@ import dev.once.redis.internal.KeyLayout;
 import dev.once.redis.testing.RedisClusterProcess;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.Completion;
 import dev.once.spi.Outcome;
+import dev.once.spi.Status;
 import dev.once.testkit.ManualClock;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
@@ -95,8 +97,17 @@ class RedisClusterTest {
       for (int i = 0; i < 50; i++) {
         batch.add(request(IdempotencyKey.of("uri", "k" + i)));
       }
-      assertThat(store.claimAll(batch)).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
+      List<Claim> claims = store.claimAll(batch);
+      assertThat(claims).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
       assertThat(store.claimAll(batch)).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.InProgress.class));
+      // A batch completion spans every master, one pipelined round trip each.
+      List<Completion> completions = new ArrayList<>();
+      for (int i = 0; i < batch.size(); i++) {
+        completions.add(new Completion(batch.get(i).key(),
+            ((Claim.Acquired) claims.get(i)).token(), text("k" + i)));
+      }
+      assertThat(store.completeAll(completions, clock.instant(), RETENTION)).isEmpty();
+      assertThat(store.claimAll(batch)).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Replay.class));
       assertThat(store.toString()).contains("redis-cluster://");
     }
   }
@@ -113,6 +124,27 @@ class RedisClusterTest {
           request(IdempotencyKey.of("wait", "b")), request(IdempotencyKey.of("wait", "c")))))
           .isInstanceOf(StoreUnavailableException.class)
           .hasMessageContaining("only 0 of 1 replicas acknowledged the batch claim of 3 keys");
+      // The failed batch gave its claims back: the next claim retries them at once.
+      for (String k : List.of("a", "b", "c")) {
+        assertThat(store.find(IdempotencyKey.of("wait", k)).orElseThrow().status())
+            .isEqualTo(Status.FAILED);
+      }
+    }
+    try (RedisStore store = RedisStore.builder(RedisServers.Cluster.CLIENT).keyPrefix(prefix)
+        .build()) {
+      List<Completion> completions = new ArrayList<>();
+      for (String k : List.of("a", "b", "c")) {
+        Claim claim = store.claim(request(IdempotencyKey.of("wait", k)));
+        completions.add(new Completion(IdempotencyKey.of("wait", k),
+            ((Claim.Acquired) claim).token(), text(k)));
+      }
+      try (RedisStore waiting = RedisStore.builder(RedisServers.Cluster.CLIENT).keyPrefix(prefix)
+          .durability(Durability.replicas(1, Duration.ofMillis(50))).build()) {
+        assertThatThrownBy(() -> waiting.completeAll(completions, clock.instant(), RETENTION))
+            .isInstanceOf(StoreUnavailableException.class)
+            .hasMessageContaining("only 0 of 1 replicas acknowledged the batch completion of 3"
+                + " keys");
+      }
     }
   }
 

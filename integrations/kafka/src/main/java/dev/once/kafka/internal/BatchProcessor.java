@@ -15,6 +15,7 @@ import dev.once.kafka.DeadLetter;
 import dev.once.kafka.NoKeyPolicy;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.Completion;
 import dev.once.spi.Outcome;
 import java.time.Duration;
 import java.time.Instant;
@@ -23,6 +24,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
@@ -38,6 +40,11 @@ import org.apache.kafka.common.TopicPartition;
  * <p>Per partition, records are handled in order until the first one whose outcome is not final;
  * the claims acquired for the records after it are released (FAILED, so the next delivery retakes
  * them at once) and the partition is read again from that record.
+ *
+ * <p>With batch claims, the outcomes of the records whose handler returned are stored together by
+ * one {@code completeAll} after the last handler of the batch (their heartbeats run until then), and
+ * only then are the offsets to commit decided: a record whose completion was not stored (lease
+ * lost, store error) is not final, and its partition is read again from it.
  */
 public final class BatchProcessor<K, V> {
 
@@ -121,42 +128,129 @@ public final class BatchProcessor<K, V> {
       }
     }
 
-    // Keys acquired earlier in this batch: true once final. A later duplicate in the same batch
-    // was answered InProgress (by our own claim) and follows the fate of the first.
+    // Keys acquired earlier in this batch: true once final (or awaiting its completion). A later
+    // duplicate in the same batch was answered InProgress (by our own claim) and follows the fate
+    // of the first.
     Map<IdempotencyKey, Boolean> ownedHere = new HashMap<>();
+    Step[] steps = new Step[records.size()];
     boolean stopping = false;
-    for (Map.Entry<TopicPartition, List<Integer>> partition : byPartition.entrySet()) {
-      TopicPartition tp = partition.getKey();
-      boolean blocked = false;
-      for (int i : partition.getValue()) {
-        ConsumerRecord<K, V> r = records.get(i);
-        if (!blocked && !stopping && stop.getAsBoolean()) {
-          stopping = true;
-        }
-        if (blocked || stopping) {
-          if (claims[i] instanceof Claim.Acquired acquired) {
-            release(items[i].key, acquired.token(),
-                stopping ? "released unprocessed: the consumer stopped"
-                    : "released unprocessed: an earlier record of the partition is not final");
+    try {
+      for (Map.Entry<TopicPartition, List<Integer>> partition : byPartition.entrySet()) {
+        TopicPartition tp = partition.getKey();
+        boolean blocked = false;
+        for (int i : partition.getValue()) {
+          ConsumerRecord<K, V> r = records.get(i);
+          if (!blocked && !stopping && stop.getAsBoolean()) {
+            stopping = true;
           }
-          if (!blocked) {
-            batch.unfinished(tp, i, r.offset(), now());
+          if (blocked || stopping) {
+            if (claims[i] instanceof Claim.Acquired acquired) {
+              release(items[i].key, acquired.token(),
+                  stopping ? "released unprocessed: the consumer stopped"
+                      : "released unprocessed: an earlier record of the partition is not final");
+            }
+            if (!blocked) {
+              batch.unfinished(tp, i, r.offset(), now());
+              blocked = true;
+            } else {
+              batch.unfinished++;
+            }
+            continue;
+          }
+          Step step = handle(r, items[i], claims[i], ownedHere, batch);
+          steps[i] = step;
+          if (step.retryAt != null) {
+            batch.unfinished(tp, i, r.offset(), step.retryAt);
             blocked = true;
-          } else {
-            batch.unfinished++;
           }
-          continue;
-        }
-        Step step = handle(r, items[i], claims[i], ownedHere, batch);
-        if (step.isFinal()) {
-          batch.commits.put(tp, new OffsetAndMetadata(r.offset() + 1));
-        } else {
-          batch.unfinished(tp, i, r.offset(), step.retryAt);
-          blocked = true;
         }
       }
+    } catch (Error fatal) {
+      // The process is going down (see run): the outcomes of the records already handled are
+      // stored first, as they would have been one by one; nothing is committed.
+      storePending(batch);
+      throw fatal;
     }
+    Set<IdempotencyKey> notStored = storePending(batch);
+    settle(records, byPartition, steps, notStored, batch);
     return batch.result();
+  }
+
+  /**
+   * Stores the outcomes awaiting completion with one {@code completeAll}, after stopping their
+   * heartbeats.
+   *
+   * @return the keys whose outcome was not stored (lease lost, or the store failed)
+   */
+  private Set<IdempotencyKey> storePending(Batch batch) {
+    if (batch.pending.isEmpty()) {
+      return Set.of();
+    }
+    List<Completion> completions = new ArrayList<>(batch.pending.size());
+    for (Pending p : batch.pending.values()) {
+      stop(p.heartbeat);
+      completions.add(new Completion(p.key, p.token, emptyOutcome));
+    }
+    Set<IdempotencyKey> notStored;
+    try {
+      // The point of the batch, again: one store round trip for every outcome of the poll.
+      Set<IdempotencyKey> lost = timed("completeAll",
+          () -> config.store().completeAll(completions, now(), config.retention()));
+      for (IdempotencyKey key : lost) {
+        Pending p = batch.pending.get(key);
+        notify(l -> l.onLeaseLost(key, p.token));
+        LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
+            + " worker took over; the record will be read again", key);
+      }
+      notStored = lost;
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "could not store the outcomes of "
+          + completions.size() + " records; they will be read again", e);
+      notStored = batch.pending.keySet();
+    }
+    for (Pending p : batch.pending.values()) {
+      if (!notStored.contains(p.key)) {
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - p.started);
+        notify(l -> l.onCompleted(p.key, p.token, elapsed));
+      }
+    }
+    return notStored;
+  }
+
+  /**
+   * Decides, per partition, the final prefix to commit once the outcomes are stored, and counts
+   * what the batch came to. A record awaiting a completion that was not stored becomes the
+   * partition's first unfinished record: it and every record after it are read again (those whose
+   * outcome was stored then replay).
+   */
+  private void settle(List<ConsumerRecord<K, V>> records,
+      Map<TopicPartition, List<Integer>> byPartition, Step[] steps,
+      Set<IdempotencyKey> notStored, Batch batch) {
+    for (Map.Entry<TopicPartition, List<Integer>> partition : byPartition.entrySet()) {
+      TopicPartition tp = partition.getKey();
+      boolean broken = false;
+      for (int i : partition.getValue()) {
+        Step step = steps[i];
+        if (step == null || step.retryAt != null) {
+          break; // counted as unfinished already, as is everything after it
+        }
+        if (broken) {
+          batch.unfinished++;
+          continue;
+        }
+        if (step.awaiting != null && notStored.contains(step.awaiting)) {
+          batch.unfinished(tp, i, records.get(i).offset(),
+              now().plus(settings.initialBackoff()));
+          broken = true;
+          continue;
+        }
+        batch.count(step.counts);
+        if (step.counts == Counts.REPLAYED && step.awaiting != null) {
+          notify(l -> l.onReplayed(step.awaiting));
+        }
+        batch.commits.put(tp, new OffsetAndMetadata(records.get(i).offset() + 1));
+      }
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -203,8 +297,7 @@ public final class BatchProcessor<K, V> {
     IdempotencyKey key = item.key;
     if (claim instanceof Claim.Replay) {
       notify(l -> l.onReplayed(key));
-      batch.replayed++;
-      return Step.FINAL;
+      return Step.REPLAYED;
     }
     if (claim instanceof Claim.Mismatch) {
       notify(l -> l.onMismatch(key));
@@ -215,10 +308,12 @@ public final class BatchProcessor<K, V> {
     if (claim instanceof Claim.InProgress inProgress) {
       Boolean ownFinal = ownedHere.get(key);
       if (ownFinal != null) {
+        if (ownFinal && batch.pending.containsKey(key)) {
+          return Step.awaiting(key, Counts.REPLAYED);
+        }
         if (ownFinal) {
           notify(l -> l.onReplayed(key));
-          batch.replayed++;
-          return Step.FINAL;
+          return Step.REPLAYED;
         }
         return Step.retryAt(now().plus(settings.initialBackoff()));
       }
@@ -229,7 +324,7 @@ public final class BatchProcessor<K, V> {
       return Step.retryAt(inProgress.leaseUntil().isBefore(at) ? inProgress.leaseUntil() : at);
     }
     Step step = run(r, key, (Claim.Acquired) claim, batch);
-    ownedHere.put(key, step.isFinal());
+    ownedHere.put(key, step.retryAt == null);
     return step;
   }
 
@@ -251,6 +346,11 @@ public final class BatchProcessor<K, V> {
       stop(heartbeat);
       throw fatal;
     }
+    if (settings.batchClaims()) {
+      // Stored with the rest of the batch (storePending); the lease stays alive until then.
+      batch.pending.put(key, new Pending(key, token, heartbeat, started));
+      return Step.awaiting(key, Counts.HANDLED);
+    }
     stop(heartbeat);
     try {
       timed("complete", () -> {
@@ -269,8 +369,7 @@ public final class BatchProcessor<K, V> {
     }
     Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
     notify(l -> l.onCompleted(key, token, elapsed));
-    batch.handled++;
-    return Step.FINAL;
+    return Step.HANDLED;
   }
 
   private Step failed(ConsumerRecord<K, V> r, IdempotencyKey key, Claim.Acquired acquired,
@@ -309,8 +408,7 @@ public final class BatchProcessor<K, V> {
           + "; the record will be read again", e);
       return Step.retryAt(now().plus(settings.initialBackoff()));
     }
-    batch.deadLettered++;
-    return Step.FINAL;
+    return Step.DEAD_LETTERED;
   }
 
   private Step withoutKey(ConsumerRecord<K, V> r, RuntimeException cause, Batch batch) {
@@ -335,14 +433,13 @@ public final class BatchProcessor<K, V> {
       Step step = deadLetter(new DeadLetter<>(r, terminal ? DeadLetter.Reason.TERMINAL_FAILURE
           : DeadLetter.Reason.RETRIES_EXHAUSTED, null, failure.getClass().getName(),
           failure.getMessage(), attempts), batch);
-      if (step.isFinal()) {
+      if (step.retryAt == null) {
         unprotectedAttempts.remove(id);
       }
       return step;
     }
     unprotectedAttempts.remove(id);
-    batch.handled++;
-    return Step.FINAL;
+    return Step.HANDLED;
   }
 
   /** Publishes a dead letter for a record that is then final, or asks for a retry. */
@@ -350,8 +447,7 @@ public final class BatchProcessor<K, V> {
     if (!publish(letter)) {
       return Step.retryAt(now().plus(settings.initialBackoff()));
     }
-    batch.deadLettered++;
-    return Step.FINAL;
+    return Step.DEAD_LETTERED;
   }
 
   /** Publishes a dead letter; false (logged) when it could not be. */
@@ -430,6 +526,8 @@ public final class BatchProcessor<K, V> {
     final Map<TopicPartition, OffsetAndMetadata> commits = new LinkedHashMap<>();
     final Map<TopicPartition, Long> seekTo = new LinkedHashMap<>();
     final Map<TopicPartition, Instant> retryAt = new LinkedHashMap<>();
+    /** Handled records whose outcome awaits the batch's completeAll, in handling order. */
+    final Map<IdempotencyKey, Pending> pending = new LinkedHashMap<>();
     int firstUnfinished = -1;
     int handled;
     int replayed;
@@ -445,6 +543,15 @@ public final class BatchProcessor<K, V> {
       unfinished++;
     }
 
+    void count(Counts counts) {
+      switch (counts) {
+        case HANDLED -> handled++;
+        case REPLAYED -> replayed++;
+        case DEAD_LETTERED -> deadLettered++;
+        default -> throw new IllegalStateException("not a final count: " + counts);
+      }
+    }
+
     BatchResult result() {
       return new BatchResult(commits, seekTo, retryAt, firstUnfinished, handled, replayed,
           deadLettered, unfinished);
@@ -458,18 +565,30 @@ public final class BatchProcessor<K, V> {
     }
   }
 
-  /** The outcome of one record: final, or to be read again from {@code retryAt}. */
-  private record Step(Instant retryAt) {
-    static final Step FINAL = new Step(null);
+  /** Which count of the batch a final record adds to. */
+  private enum Counts { HANDLED, REPLAYED, DEAD_LETTERED, NONE }
+
+  /**
+   * The outcome of one record: final (counted as {@code counts}); final once the outcome of
+   * {@code awaiting} is stored by the batch's completeAll; or to be read again from
+   * {@code retryAt}.
+   */
+  private record Step(Instant retryAt, IdempotencyKey awaiting, Counts counts) {
+    static final Step HANDLED = new Step(null, null, Counts.HANDLED);
+    static final Step REPLAYED = new Step(null, null, Counts.REPLAYED);
+    static final Step DEAD_LETTERED = new Step(null, null, Counts.DEAD_LETTERED);
 
     static Step retryAt(Instant at) {
-      return new Step(at);
+      return new Step(at, null, Counts.NONE);
     }
 
-    boolean isFinal() {
-      return retryAt == null;
+    static Step awaiting(IdempotencyKey key, Counts counts) {
+      return new Step(null, key, counts);
     }
   }
+
+  /** A handled record whose outcome is stored with the rest of the batch. */
+  private record Pending(IdempotencyKey key, long token, Scheduler.Task heartbeat, long started) {}
 
   private record RecordId(String topic, int partition, long offset) {}
 }

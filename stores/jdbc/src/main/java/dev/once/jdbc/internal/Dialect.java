@@ -2,12 +2,14 @@ package dev.once.jdbc.internal;
 
 import dev.once.IdempotencyKey;
 import dev.once.jdbc.JdbcDialect;
+import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -34,6 +36,8 @@ public abstract class Dialect {
   final String extendSql;
   final String checkpointSql;
   final String ownedSql;
+  /** Whether a completion was applied: COMPLETED under the token at the batch's instant. */
+  final String completedAtSql;
   private final String[] replaceSql = new String[4];
 
   Dialect(JdbcDialect kind, TableName table) {
@@ -54,6 +58,8 @@ public abstract class Dialect {
     checkpointSql = "UPDATE " + t + " SET checkpoint_name = ?, checkpoint_data = ?, updated_at = ?"
         + OWNED;
     ownedSql = "SELECT 1 FROM " + t + OWNED;
+    completedAtSql = "SELECT 1 FROM " + t + byKey
+        + " AND token = ? AND status = 'COMPLETED' AND updated_at = ?";
     for (int variant = 0; variant < 4; variant++) {
       StringBuilder sql = new StringBuilder("UPDATE ").append(t).append(" SET status = ?,"
           + " fingerprint = ?, token = ?, lease_until = ?, attempts = ?, last_error = ?,"
@@ -122,6 +128,63 @@ public abstract class Dialect {
         // Cannot happen while the row is locked; refuse to report a claim that was not stored.
         throw new SQLException("the locked record of " + old.key() + " changed underneath ("
             + rows + " rows updated)");
+      }
+    }
+  }
+
+  /**
+   * Stores a batch of completions ({@code sorted} in key order, so that concurrent batches lock
+   * rows in the same order), each conditional like {@link #completeSql}.
+   *
+   * <p>This default runs {@link #completeSql} as one JDBC batch (the driver pipelines it) in one
+   * transaction; an update count of 0 means the lease was lost. A driver that answers
+   * {@link Statement#SUCCESS_NO_INFO} (MariaDB bulk statements) is asked row by row, in the same
+   * transaction, whether its completion was applied.
+   *
+   * @return the keys whose completion found the record not IN_PROGRESS under its token
+   */
+  Set<IdempotencyKey> completeAll(Connection c, List<Completion> sorted, long nowMicros,
+      long expiresAtMicros) throws SQLException {
+    return inTransaction(c, () -> {
+      int[] counts;
+      try (PreparedStatement ps = c.prepareStatement(completeSql)) {
+        for (Completion completion : sorted) {
+          int i = Rows.bindOutcome(ps, 1, completion.outcome());
+          ps.setLong(i++, nowMicros);
+          ps.setLong(i++, expiresAtMicros);
+          i = Rows.bindKey(ps, i, completion.key());
+          ps.setLong(i, completion.token());
+          ps.addBatch();
+        }
+        counts = ps.executeBatch();
+      }
+      if (counts.length != sorted.size()) {
+        throw new SQLException("the driver answered " + counts.length + " update counts to a"
+            + " batch of " + sorted.size() + " completions");
+      }
+      Set<IdempotencyKey> lost = new HashSet<>();
+      for (int j = 0; j < counts.length; j++) {
+        Completion completion = sorted.get(j);
+        // A completion always changes the status, so 0 means "not matched" even where counts
+        // are rows changed rather than rows matched.
+        boolean applied = counts[j] == Statement.SUCCESS_NO_INFO
+            ? completedAt(c, completion, nowMicros) : counts[j] > 0;
+        if (!applied) {
+          lost.add(completion.key());
+        }
+      }
+      return lost;
+    });
+  }
+
+  private boolean completedAt(Connection c, Completion completion, long nowMicros)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(completedAtSql)) {
+      int i = Rows.bindKey(ps, 1, completion.key());
+      ps.setLong(i++, completion.token());
+      ps.setLong(i, nowMicros);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
       }
     }
   }

@@ -7,6 +7,7 @@ import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
+import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import java.sql.Connection;
@@ -20,6 +21,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -238,6 +240,35 @@ public final class JdbcEngine {
       ps.setLong(i++, expiresAt);
       return i;
     });
+  }
+
+  /**
+   * Completes a batch: checked first (nothing written on bad input), then one dialect call on one
+   * connection (PostgreSQL: one statement; others: one transaction), run again as a whole after a
+   * transient failure.
+   *
+   * @return the keys whose lease was lost, in request order
+   */
+  public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention, int maxPayloadBytes) {
+    Completion.checkBatch(completions, maxPayloadBytes);
+    Objects.requireNonNull(retention, "retention");
+    long at = micros(now);
+    if (completions.isEmpty()) {
+      return Set.of();
+    }
+    long expiresAt = Micros.of(Micros.floor(now).plus(Micros.floor(retention)));
+    List<Completion> sorted = new ArrayList<>(completions);
+    sorted.sort(Comparator.comparing(Completion::key, KEY_ORDER));
+    Set<IdempotencyKey> lost = run("completeAll of " + sorted.size() + " keys",
+        c -> () -> dialect.completeAll(c, sorted, at, expiresAt));
+    Set<IdempotencyKey> inRequestOrder = new LinkedHashSet<>();
+    for (Completion completion : completions) {
+      if (lost.contains(completion.key())) {
+        inRequestOrder.add(completion.key());
+      }
+    }
+    return inRequestOrder;
   }
 
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {

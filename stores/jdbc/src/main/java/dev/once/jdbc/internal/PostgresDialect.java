@@ -2,6 +2,7 @@ package dev.once.jdbc.internal;
 
 import dev.once.IdempotencyKey;
 import dev.once.jdbc.JdbcDialect;
+import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Array;
 import java.sql.Connection;
@@ -27,6 +28,7 @@ final class PostgresDialect extends Dialect {
   private final String insertOrReadSql;
   private final String insertAllSql;
   private final String lockAllSql;
+  private final String completeAllSql;
   private final String purgeSql;
   private final String reapSql;
 
@@ -54,6 +56,16 @@ final class PostgresDialect extends Dialect {
         + " WHERE (scope, tenant, idem_key) IN"
         + " (SELECT * FROM unnest(?::text[], ?::text[], ?::text[]))"
         + " ORDER BY scope, tenant, idem_key FOR UPDATE";
+    // One statement for a batch of completions: each row is updated only if IN_PROGRESS under
+    // its own token; RETURNING names the ones that were, the rest lost their lease.
+    completeAllSql = "UPDATE " + t + " AS r SET status = 'COMPLETED', outcome_kind = v.kind,"
+        + " outcome_media_type = v.media_type, outcome_body = v.body, updated_at = ?,"
+        + " expires_at = ?"
+        + " FROM unnest(?::text[], ?::text[], ?::text[], ?::int8[], ?::text[], ?::text[],"
+        + " ?::bytea[]) AS v(scope, tenant, idem_key, token, kind, media_type, body)"
+        + " WHERE r.scope = v.scope AND r.tenant = v.tenant AND r.idem_key = v.idem_key"
+        + " AND r.token = v.token AND r.status = 'IN_PROGRESS'"
+        + " RETURNING r.scope, r.tenant, r.idem_key";
     // SKIP LOCKED: a row locked by a claim is being decided right now; purge it next time.
     purgeSql = "DELETE FROM " + t + " WHERE (scope, tenant, idem_key) IN"
         + " (SELECT scope, tenant, idem_key FROM " + t + " WHERE expires_at <= ?"
@@ -102,6 +114,51 @@ final class PostgresDialect extends Dialect {
       return FirstStep.INSERTED;
     }
     return new FirstStep(false, read(c, fresh.key()));
+  }
+
+  /** One {@code UPDATE … FROM unnest(…) RETURNING} in autocommit: one round trip, atomic. */
+  @Override
+  Set<IdempotencyKey> completeAll(Connection c, List<Completion> sorted, long nowMicros,
+      long expiresAtMicros) throws SQLException {
+    int n = sorted.size();
+    String[] scopes = new String[n];
+    String[] tenants = new String[n];
+    String[] keys = new String[n];
+    Long[] tokens = new Long[n];
+    String[] kinds = new String[n];
+    String[] mediaTypes = new String[n];
+    byte[][] bodies = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      Completion completion = sorted.get(i);
+      scopes[i] = completion.key().scope();
+      tenants[i] = completion.key().tenant();
+      keys[i] = completion.key().key();
+      tokens[i] = completion.token();
+      kinds[i] = completion.outcome().kind().name();
+      mediaTypes[i] = completion.outcome().mediaType();
+      bodies[i] = completion.outcome().body();
+    }
+    Set<IdempotencyKey> lost = new HashSet<>();
+    for (Completion completion : sorted) {
+      lost.add(completion.key());
+    }
+    try (PreparedStatement ps = c.prepareStatement(completeAllSql)) {
+      ps.setLong(1, nowMicros);
+      ps.setLong(2, expiresAtMicros);
+      ps.setArray(3, c.createArrayOf("text", scopes));
+      ps.setArray(4, c.createArrayOf("text", tenants));
+      ps.setArray(5, c.createArrayOf("text", keys));
+      ps.setArray(6, c.createArrayOf("int8", tokens));
+      ps.setArray(7, c.createArrayOf("text", kinds));
+      ps.setArray(8, c.createArrayOf("text", mediaTypes));
+      ps.setArray(9, c.createArrayOf("bytea", bodies));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          lost.remove(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));
+        }
+      }
+    }
+    return lost;
   }
 
   @Override

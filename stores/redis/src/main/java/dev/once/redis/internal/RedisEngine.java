@@ -10,6 +10,7 @@ import dev.once.redis.Durability;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
+import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
@@ -25,10 +26,12 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -105,33 +108,64 @@ public final class RedisEngine implements AutoCloseable {
       waves = Math.max(waves, wave[i] + 1);
     }
     List<byte[]> acquired = new ArrayList<>();
-    for (int w = 0; w < waves; w++) {
-      List<Integer> indexes = new ArrayList<>();
-      List<byte[][]> keys = new ArrayList<>();
-      List<CompletableFuture<List<Object>>> replies = new ArrayList<>();
-      for (int i = 0; i < n; i++) {
-        if (wave[i] == w) {
-          byte[][] k = layout.keys(requests.get(i).key());
-          indexes.add(i);
-          keys.add(k);
-          replies.add(claimAsync(requests.get(i), k));
+    try {
+      for (int w = 0; w < waves; w++) {
+        List<Integer> indexes = new ArrayList<>();
+        List<byte[][]> keys = new ArrayList<>();
+        List<CompletableFuture<List<Object>>> replies = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          if (wave[i] == w) {
+            byte[][] k = layout.keys(requests.get(i).key());
+            indexes.add(i);
+            keys.add(k);
+            replies.add(claimAsync(requests.get(i), k));
+          }
+        }
+        long deadline = deadline();
+        for (int j = 0; j < indexes.size(); j++) {
+          ClaimRequest request = requests.get(indexes.get(j));
+          Claim claim = decode(request, await(replies.get(j), deadline, "batch claim of "
+              + request.key()));
+          claims[indexes.get(j)] = claim;
+          if (claim instanceof Claim.Acquired) {
+            acquired.add(keys.get(j)[0]);
+          }
         }
       }
-      long deadline = deadline();
-      for (int j = 0; j < indexes.size(); j++) {
-        ClaimRequest request = requests.get(indexes.get(j));
-        Claim claim = decode(request, await(replies.get(j), deadline, "batch claim of "
-            + request.key()));
-        claims[indexes.get(j)] = claim;
-        if (claim instanceof Claim.Acquired) {
-          acquired.add(keys.get(j)[0]);
-        }
+      if (!acquired.isEmpty()) {
+        awaitReplicas(acquired, "batch claim of " + acquired.size() + " keys");
       }
-    }
-    if (!acquired.isEmpty()) {
-      awaitReplicas(acquired, "batch claim of " + acquired.size() + " keys");
+    } catch (RuntimeException failure) {
+      release(requests, claims, failure);
+      throw failure;
     }
     return Arrays.asList(claims);
+  }
+
+  /**
+   * After a failed batch claim: gives back every claim the batch acquired as FAILED, pipelined and
+   * best effort (no replica wait; a release that fails leaves the lease to run out).
+   */
+  private void release(List<ClaimRequest> requests, Claim[] claims, RuntimeException failure) {
+    List<CompletableFuture<Long>> releases = new ArrayList<>();
+    for (int i = 0; i < claims.length; i++) {
+      if (claims[i] instanceof Claim.Acquired acquired) {
+        ClaimRequest r = requests.get(i);
+        releases.add(run(Script.FAIL, ScriptOutputType.INTEGER, layout.keys(r.key()),
+            number(acquired.token()), number(Micros.of(r.now())),
+            number(Micros.of(r.now().plus(r.retention()))),
+            utf8("released: the batch claim failed: " + failure), MARGIN));
+      }
+    }
+    long deadline = deadline();
+    for (CompletableFuture<Long> release : releases) {
+      try {
+        await(release, deadline, "release after a failed batch claim");
+      } catch (RuntimeException e) {
+        failure.addSuppressed(e);
+        return; // the server is away: the others would time out the same way
+      }
+    }
   }
 
   private CompletableFuture<List<Object>> claimAsync(ClaimRequest request, byte[][] keys) {
@@ -182,6 +216,48 @@ public final class RedisEngine implements AutoCloseable {
     write(key, token, keys, "complete", run(Script.COMPLETE, ScriptOutputType.INTEGER, keys,
         number(token), number(Micros.of(now)), number(Micros.of(now.plus(retention))),
         ascii(outcome.kind().name()), utf8(outcome.mediaType()), outcome.body(), MARGIN));
+  }
+
+  /**
+   * Pipelined completions: every COMPLETE script is sent before any answer is awaited (one round
+   * trip; in a cluster, one per master, in parallel), then one replica wait for the stored ones.
+   * Each script is atomic on its own key; the batch as a whole is not.
+   */
+  public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention) {
+    Completion.checkBatch(completions, maxPayloadBytes);
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(retention, "retention");
+    if (completions.isEmpty()) {
+      return Set.of();
+    }
+    byte[] at = number(Micros.of(now));
+    byte[] expiresAt = number(Micros.of(now.plus(retention)));
+    List<byte[][]> keys = new ArrayList<>(completions.size());
+    List<CompletableFuture<Long>> replies = new ArrayList<>(completions.size());
+    for (Completion c : completions) {
+      byte[][] k = layout.keys(c.key());
+      Outcome outcome = c.outcome();
+      keys.add(k);
+      replies.add(run(Script.COMPLETE, ScriptOutputType.INTEGER, k, number(c.token()), at,
+          expiresAt, ascii(outcome.kind().name()), utf8(outcome.mediaType()), outcome.body(),
+          MARGIN));
+    }
+    long deadline = deadline();
+    Set<IdempotencyKey> lost = new LinkedHashSet<>();
+    List<byte[]> stored = new ArrayList<>(completions.size());
+    for (int i = 0; i < completions.size(); i++) {
+      IdempotencyKey key = completions.get(i).key();
+      if (await(replies.get(i), deadline, "batch completion of " + key) == 1L) {
+        stored.add(keys.get(i)[0]);
+      } else {
+        lost.add(key);
+      }
+    }
+    if (!stored.isEmpty()) {
+      awaitReplicas(stored, "batch completion of " + stored.size() + " keys");
+    }
+    return lost;
   }
 
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {

@@ -1,0 +1,25 @@
+package dev.once.kafka;
+
+import dev.once.redis.RedisStore;
+import dev.once.redis.testing.RedisServerProcess;
+import dev.once.spi.IdempotencyStore;
+
+/** The consumer contract on {@link RedisStore}, against a private redis-server started here. */
+class RedisStoreConsumerTest extends IdempotentConsumerContract {
+
+  /** One server and store for the test JVM; the launcher kills the server at exit. */
+  private static final class Holder {
+    static final RedisServerProcess SERVER = RedisServerProcess.start();
+    static final RedisStore STORE = RedisStore.builder(SERVER.uri()).build();
+  }
+
+  @Override
+  protected IdempotencyStore store() {
+    return Holder.STORE;
+  }
+
+  @Override
+  protected Effects newEffects() {
+    return new MemoryEffects();
+  }
+}
