@@ -1,5 +1,6 @@
 package dev.once.cli;
 
+import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -8,7 +9,7 @@ import java.util.Map;
 
 /**
  * Just enough JSON output for {@code --json} flags: objects keep insertion order, numbers print as
- * given, strings are escaped per RFC 8259. Output only, so the command needs no JSON library.
+ * given (doubles with three decimals), strings are escaped by Jackson's encoder.
  */
 final class Json {
 
@@ -78,23 +79,8 @@ final class Json {
 
   private static void string(StringBuilder out, String s) {
     out.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        default -> {
-          if (c < 0x20) {
-            out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
-      }
-    }
+    // Jackson's encoder: the escaping rules of RFC 8259 in one place (once-jackson is on the path).
+    JsonStringEncoder.getInstance().quoteAsString(s, out);
     out.append('"');
   }
 }
