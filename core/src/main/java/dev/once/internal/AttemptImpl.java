@@ -6,13 +6,18 @@ import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.PayloadTooLargeException;
+import dev.once.Scheduler;
 import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 
-/** The {@link Attempt} of one acquired claim. */
-final class AttemptImpl implements Attempt {
+/**
+ * The {@link Attempt} of one acquired claim, with its heartbeat. Public for the integrations that
+ * claim keys themselves (the Kafka consumer's batch claims).
+ */
+public final class AttemptImpl implements Attempt {
 
   private static final System.Logger LOG = System.getLogger(Once.class.getName());
 
@@ -26,7 +31,8 @@ final class AttemptImpl implements Attempt {
   private volatile Checkpoint lastCheckpoint;
   private volatile boolean leaseLost;
 
-  AttemptImpl(IdempotencyKey key, Claim.Acquired acquired, Once.Config config, StoreCalls store) {
+  public AttemptImpl(IdempotencyKey key, Claim.Acquired acquired, Once.Config config,
+      StoreCalls store) {
     this.key = key;
     this.token = acquired.token();
     this.attemptNumber = acquired.attempt();
@@ -96,6 +102,20 @@ final class AttemptImpl implements Attempt {
   @Override
   public boolean isLeaseLost() {
     return leaseLost;
+  }
+
+  /**
+   * Extends the lease every third of it until the task is cancelled, if the config has a
+   * heartbeat scheduler; else null.
+   */
+  public Scheduler.Task startHeartbeat() {
+    Scheduler scheduler = config.heartbeat();
+    if (scheduler == null) {
+      return null;
+    }
+    Duration period = config.lease().dividedBy(3);
+    return scheduler.scheduleAtFixedRate(this::heartbeat,
+        period.isZero() ? Duration.ofMillis(1) : period);
   }
 
   /** One heartbeat: extends the lease; a transient store error waits for the next beat. */

@@ -108,7 +108,7 @@ public final class Execution {
     notify(l -> l.onAcquired(key, acquired.token(), acquired.takeover()));
     long started = System.nanoTime();
     AttemptImpl attempt = new AttemptImpl(key, acquired, config, store);
-    Scheduler.Task heartbeat = startHeartbeat(attempt);
+    Scheduler.Task heartbeat = attempt.startHeartbeat();
     T value;
     try {
       value = work.run(attempt);
@@ -168,16 +168,6 @@ public final class Execution {
     } catch (RuntimeException storeFailure) {
       failure.addSuppressed(storeFailure);
     }
-  }
-
-  private Scheduler.Task startHeartbeat(AttemptImpl attempt) {
-    Scheduler scheduler = config.heartbeat();
-    if (scheduler == null) {
-      return null;
-    }
-    Duration period = config.lease().dividedBy(3);
-    return scheduler.scheduleAtFixedRate(attempt::heartbeat,
-        period.isZero() ? Duration.ofMillis(1) : period);
   }
 
   private static void stop(Scheduler.Task heartbeat) {

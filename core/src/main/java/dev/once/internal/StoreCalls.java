@@ -12,43 +12,54 @@ import java.time.Instant;
 import java.util.function.Supplier;
 
 /** The store as {@link Execution} calls it: each call timed and reported to the listener. */
-final class StoreCalls {
+public final class StoreCalls {
 
   private final IdempotencyStore store;
   private final OnceListener listener;
 
-  StoreCalls(IdempotencyStore store, OnceListener listener) {
+  public StoreCalls(IdempotencyStore store, OnceListener listener) {
     this.store = store;
     this.listener = listener;
   }
 
-  Claim claim(ClaimRequest request) {
+  public Claim claim(ClaimRequest request) {
     return timed("claim", () -> store.claim(request));
   }
 
-  void complete(IdempotencyKey key, long token, Outcome outcome, Instant now, Duration retention) {
+  public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
+      Duration retention) {
     timed("complete", () -> {
       store.complete(key, token, outcome, now, retention);
       return null;
     });
   }
 
-  void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+  public void fail(IdempotencyKey key, long token, String error, Instant now,
+      Duration retention) {
     timed("fail", () -> {
       store.fail(key, token, error, now, retention);
       return null;
     });
   }
 
-  Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+  public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     return timed("extend", () -> store.extend(key, token, now, lease));
   }
 
-  void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+  public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
     timed("checkpoint", () -> {
       store.checkpoint(key, token, checkpoint, now);
       return null;
     });
+  }
+
+  public java.util.List<Claim> claimAll(java.util.List<ClaimRequest> requests) {
+    return timed("claimAll", () -> store.claimAll(requests));
+  }
+
+  public java.util.Set<IdempotencyKey> completeAll(
+      java.util.List<dev.once.spi.Completion> completions, Instant now, Duration retention) {
+    return timed("completeAll", () -> store.completeAll(completions, now, retention));
   }
 
   private <R> R timed(String operation, Supplier<R> call) {

@@ -9,7 +9,9 @@ import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.OnceListener;
 import dev.once.Scheduler;
+import dev.once.internal.AttemptImpl;
 import dev.once.internal.Execution;
+import dev.once.internal.StoreCalls;
 import dev.once.kafka.BatchResult;
 import dev.once.kafka.DeadLetter;
 import dev.once.kafka.NoKeyPolicy;
@@ -28,7 +30,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
@@ -51,6 +52,8 @@ public final class BatchProcessor<K, V> {
   private static final System.Logger LOG = System.getLogger(BatchProcessor.class.getName());
 
   private final Once.Config config;
+  /** The store, each call told to the listener (onStoreCall) as Once's own calls are. */
+  private final StoreCalls store;
   private final Settings<K, V> settings;
   private final Outcome emptyOutcome;
   /** Failures of records processed without a key, counted in memory (there is no record). */
@@ -58,6 +61,7 @@ public final class BatchProcessor<K, V> {
 
   public BatchProcessor(Once once, Settings<K, V> settings) {
     this.config = once.config();
+    this.store = new StoreCalls(config.store(), config.listener());
     this.settings = settings;
     this.emptyOutcome = Outcome.encode(Codecs.none(), null, Integer.MAX_VALUE, "a record");
   }
@@ -109,7 +113,7 @@ public final class BatchProcessor<K, V> {
       List<Claim> answers;
       try {
         // The point of the batch: one store round trip for every key of the poll.
-        answers = timed("claimAll", () -> config.store().claimAll(requests));
+        answers = store.claimAll(requests);
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "batch claim of " + requests.size()
             + " records failed; the batch will be read again", e);
@@ -194,8 +198,7 @@ public final class BatchProcessor<K, V> {
     Set<IdempotencyKey> notStored;
     try {
       // The point of the batch, again: one store round trip for every outcome of the poll.
-      Set<IdempotencyKey> lost = timed("completeAll",
-          () -> config.store().completeAll(completions, now(), config.retention()));
+      Set<IdempotencyKey> lost = store.completeAll(completions, now(), config.retention());
       for (IdempotencyKey key : lost) {
         Pending p = batch.pending.get(key);
         notify(l -> l.onLeaseLost(key, p.token));
@@ -288,7 +291,7 @@ public final class BatchProcessor<K, V> {
     }
     if (claim == null) {
       try {
-        claim = timed("claim", () -> config.store().claim(request(item, now())));
+        claim = store.claim(request(item, now()));
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "claim of " + item.key + " failed; retrying later", e);
         return Step.retryAt(now().plus(settings.initialBackoff()));
@@ -333,8 +336,8 @@ public final class BatchProcessor<K, V> {
     long token = acquired.token();
     notify(l -> l.onAcquired(key, token, acquired.takeover()));
     long started = System.nanoTime();
-    RecordAttempt attempt = new RecordAttempt(key, acquired, config);
-    Scheduler.Task heartbeat = startHeartbeat(attempt);
+    AttemptImpl attempt = new AttemptImpl(key, acquired, config, store);
+    Scheduler.Task heartbeat = attempt.startHeartbeat();
     try {
       settings.handler().handle(r, attempt);
     } catch (Exception failure) {
@@ -353,10 +356,7 @@ public final class BatchProcessor<K, V> {
     }
     stop(heartbeat);
     try {
-      timed("complete", () -> {
-        config.store().complete(key, token, emptyOutcome, now(), config.retention());
-        return null;
-      });
+      store.complete(key, token, emptyOutcome, now(), config.retention());
     } catch (LeaseLostException e) {
       notify(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
@@ -396,10 +396,7 @@ public final class BatchProcessor<K, V> {
       return Step.retryAt(now().plus(settings.backoff(acquired.attempt())));
     }
     try {
-      timed("complete", () -> {
-        config.store().complete(key, token, Outcome.failure(failure), now(), config.retention());
-        return null;
-      });
+      store.complete(key, token, Outcome.failure(failure), now(), config.retention());
     } catch (LeaseLostException e) {
       notify(l -> l.onLeaseLost(key, token));
       return Step.retryAt(now().plus(settings.initialBackoff()));
@@ -469,43 +466,16 @@ public final class BatchProcessor<K, V> {
   /** Gives a claim back as FAILED (retryable) so the next delivery retakes it at once. */
   private void release(IdempotencyKey key, long token, String why) {
     try {
-      timed("fail", () -> {
-        config.store().fail(key, token, why, now(), config.retention());
-        return null;
-      });
+      store.fail(key, token, why, now(), config.retention());
     } catch (RuntimeException e) {
       // The lease runs out instead; the next delivery takes over then.
       LOG.log(System.Logger.Level.DEBUG, "could not release " + key, e);
     }
   }
 
-  private Scheduler.Task startHeartbeat(RecordAttempt attempt) {
-    Scheduler scheduler = config.heartbeat();
-    if (scheduler == null) {
-      return null;
-    }
-    Duration period = config.lease().dividedBy(3);
-    return scheduler.scheduleAtFixedRate(attempt::heartbeat,
-        period.isZero() ? Duration.ofMillis(1) : period);
-  }
-
   private static void stop(Scheduler.Task heartbeat) {
     if (heartbeat != null) {
       heartbeat.cancel();
-    }
-  }
-
-  private <R> R timed(String operation, Supplier<R> call) {
-    long start = System.nanoTime();
-    boolean ok = false;
-    try {
-      R result = call.get();
-      ok = true;
-      return result;
-    } finally {
-      boolean succeeded = ok;
-      Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
-      notify(l -> l.onStoreCall(operation, elapsed, succeeded));
     }
   }
 
