@@ -12,12 +12,7 @@ import io.lettuce.core.SetArgs;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -80,8 +75,7 @@ public class RedisBenchmark {
   private static final Duration LEASE = Duration.ofSeconds(30);
   private static final Duration RETENTION = Duration.ofHours(24);
 
-  private Process server;
-  private Path serverDir;
+  private PrivateRedisServer server;
   private RedisClient client;
   private StatefulRedisConnection<String, String> raw;
   private RedisStore store;
@@ -93,7 +87,8 @@ public class RedisBenchmark {
   public void start() throws IOException, InterruptedException {
     String uri = System.getProperty("once.bench.redis");
     if (uri == null || uri.isBlank()) {
-      uri = startServer();
+      server = PrivateRedisServer.start();
+      uri = server.uri();
     }
     client = RedisClient.create(uri);
     raw = client.connect();
@@ -107,34 +102,8 @@ public class RedisBenchmark {
     raw.close();
     client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
     if (server != null) {
-      server.destroyForcibly();
-      try (var paths = Files.walk(serverDir)) {
-        paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      server.close();
     }
-  }
-
-  private String startServer() throws IOException, InterruptedException {
-    int port;
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
-      port = s.getLocalPort();
-    }
-    serverDir = Files.createTempDirectory("once-bench-redis");
-    String binary = System.getenv().getOrDefault("ONCE_REDIS_SERVER", "redis-server");
-    server = new ProcessBuilder(binary, "--port", Integer.toString(port), "--bind", "127.0.0.1",
-        "--save", "", "--appendonly", "no", "--dir", serverDir.toString())
-        .redirectErrorStream(true)
-        .redirectOutput(serverDir.resolve("redis.log").toFile())
-        .start();
-    Runtime.getRuntime().addShutdownHook(new Thread(server::destroyForcibly));
-    for (int i = 0; i < 500; i++) {
-      try (Socket probe = new Socket("127.0.0.1", port)) {
-        return "redis://127.0.0.1:" + port;
-      } catch (IOException notYet) {
-        Thread.sleep(10);
-      }
-    }
-    throw new IllegalStateException("redis-server did not start: see " + serverDir);
   }
 
   /** Per-thread keys: new ones never repeat; replay ones are finished during setup. */

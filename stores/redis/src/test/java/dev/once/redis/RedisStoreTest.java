@@ -158,6 +158,53 @@ class RedisStoreTest {
   }
 
   @Test
+  void theExpiryIndexHoldsALowerBoundAndPurgeGoesByTheRecordsRealExpiry() {
+    IdempotencyKey later = IdempotencyKey.of("bound", "later");
+    IdempotencyKey sooner = IdempotencyKey.of("bound", "sooner");
+    Instant claimedAt = clock.instant();
+    long laterToken = ((Claim.Acquired) store.claim(request(later))).token();
+    long soonerToken = ((Claim.Acquired) store.claim(request(sooner))).token();
+    clock.advance(Duration.ofSeconds(10));
+    // Completed 10 s after the claim: the record expires 10 s after the claim's expiry, while its
+    // index entry stays at the claim's (the completion skips the ZADD).
+    store.complete(later, laterToken, Outcome.success("text/plain", new byte[] {1}),
+        clock.instant(), RETENTION);
+    // A shorter retention moves the expiry earlier: the entry must follow it down.
+    store.complete(sooner, soonerToken, Outcome.success("text/plain", new byte[] {2}),
+        clock.instant(), Duration.ofMinutes(1));
+
+    String laterKey = recordKey(later);
+    String expiry = laterKey.replaceFirst(":r:.*", ":expiry");
+    assertThat(Double.parseDouble((String) SERVER.call("ZSCORE", expiry, laterKey)))
+        .isEqualTo(micros(claimedAt.plus(RETENTION)));
+    String soonerKey = recordKey(sooner);
+    assertThat(Double.parseDouble((String) SERVER.call("ZSCORE",
+        soonerKey.replaceFirst(":r:.*", ":expiry"), soonerKey)))
+        .isEqualTo(micros(clock.instant().plus(Duration.ofMinutes(1))));
+
+    clock.set(clock.instant().plus(Duration.ofMinutes(1)));
+    assertThat(store.purgeExpired(clock.instant(), 100)).isEqualTo(1);
+    assertThat(store.find(sooner)).isEmpty();
+
+    // At the claim's expiry the entry is due but the record is not: kept, and re-indexed.
+    clock.set(claimedAt.plus(RETENTION));
+    assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
+    assertThat(store.find(later)).get().extracting(r -> r.status()).isEqualTo(Status.COMPLETED);
+    assertThat(Double.parseDouble((String) SERVER.call("ZSCORE", expiry, laterKey)))
+        .isEqualTo(micros(claimedAt.plus(RETENTION).plusSeconds(10)));
+
+    clock.advance(Duration.ofSeconds(10).minusNanos(1000));
+    assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
+    clock.advance(Duration.ofNanos(1000));
+    assertThat(store.purgeExpired(clock.instant(), 100)).isEqualTo(1);
+    assertThat(keysOfThisStore()).isEmpty();
+  }
+
+  private static double micros(Instant instant) {
+    return instant.getEpochSecond() * 1_000_000.0 + instant.getNano() / 1_000;
+  }
+
+  @Test
   void scriptsComeBackAfterTheServerForgetsThem() {
     IdempotencyKey key = IdempotencyKey.of("noscript", "k");
     long token = ((Claim.Acquired) store.claim(request(key))).token();
