@@ -25,6 +25,12 @@ interface Baseline extends AutoCloseable {
   /** Claims {@code key} (insert if absent) and stores {@code response}: two writes. */
   void newKey(String key, byte[] requestHash, byte[] response);
 
+  /** A business write between the claim and the stored response, on the same connection. */
+  @FunctionalInterface
+  interface BusinessWrite {
+    void apply(Connection c) throws SQLException;
+  }
+
   /** Reads the response stored for {@code key}. */
   byte[] replay(String key);
 
@@ -185,6 +191,14 @@ interface Baseline extends AutoCloseable {
 
     @Override
     public void newKey(String key, byte[] requestHash, byte[] response) {
+      newKey(key, requestHash, response, null);
+    }
+
+    /**
+     * The articles' sequence with the business write in the middle, each statement in autocommit:
+     * claim, {@code between} (if not null), store the response.
+     */
+    void newKey(String key, byte[] requestHash, byte[] response, BusinessWrite between) {
       long now = System.currentTimeMillis() * 1000;
       try (Connection c = pool.getConnection()) {
         try (PreparedStatement s = c.prepareStatement(insert)) {
@@ -195,6 +209,9 @@ interface Baseline extends AutoCloseable {
           if (s.executeUpdate() == 0) {
             throw new IllegalStateException("bench keys must be new");
           }
+        }
+        if (between != null) {
+          between.apply(c);
         }
         try (PreparedStatement s = c.prepareStatement(update)) {
           s.setBytes(1, response);

@@ -12,6 +12,8 @@ import dev.once.jdbc.TransactionalOnce;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -23,6 +25,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntFunction;
+import javax.sql.DataSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -48,12 +51,14 @@ import picocli.CommandLine.Spec;
             + "client and pool, in alternating rounds.",
         "Reports operations per second, p50 and p99 latency, and the ratio Once / raw.",
         "SQL stores: works in scratch tables " + BenchCommand.ONCE_TABLE + " and "
-            + BenchCommand.RAW_TABLE + ", dropped at the end.",
+            + BenchCommand.RAW_TABLE + " (and " + BenchCommand.ACCOUNTS_TABLE
+            + " with --business-write), dropped at the end.",
         "Exit code 0 on success; 2 for bad options or a store that cannot be used."})
 final class BenchCommand implements java.util.concurrent.Callable<Integer> {
 
   static final String ONCE_TABLE = "once_bench";
   static final String RAW_TABLE = "once_bench_raw";
+  static final String ACCOUNTS_TABLE = "once_bench_accounts";
   static final int MAX_THREADS = 256;
   /** Keys completed before the replay workload, read at random. */
   static final int REPLAY_KEYS = 1_000;
@@ -89,6 +94,13 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
   @Option(names = "--json", description = "Print the results as one JSON object.")
   boolean json;
 
+  @Option(names = "--business-write", description = {
+      "SQL stores: every new key also debits an account row, as a payment would. The raw side "
+          + "and lease mode run the debit as an autocommit statement of its own (a third "
+          + "commit); transactional mode runs it inside its transaction (one commit for claim, "
+          + "debit and outcome). Checks at the end that every debit committed exactly once."})
+  boolean businessWrite;
+
   private final String run = Long.toString(ThreadLocalRandom.current().nextLong(1L << 40), 36);
   private List<Measurement> lastResults;
 
@@ -112,16 +124,22 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     if (rounds < 1 || rounds > 20) {
       throw invalid("--rounds must be between 1 and 20, was " + rounds);
     }
+    if (businessWrite && uri.kind().dialect() == null) {
+      throw invalid("--business-write needs a SQL store (sqlite:, postgres:, mariadb:), not "
+          + uri.display());
+    }
     PrintWriter out = spec.commandLine().getOut();
     try (OpenStore opened = StoreUris.open(uri, threads + 2, ONCE_TABLE)) {
       try (Baseline baseline = baseline(opened)) {
         dropOnceTable(opened);
         opened.createSchema();
+        Accounts accounts = businessWrite ? new Accounts(opened.dataSource(), threads) : null;
         Once once = Once.builder(opened.store()).build();
         if (!json) {
           out.printf(Locale.ROOT, "once bench: %s, %d threads, %s measured per side, workload "
-                  + "and round after %s warm-up, %d rounds%n%n", opened.describe(), threads,
-              measure.toMillis() + " ms", warm.toMillis() + " ms", rounds);
+                  + "and round after %s warm-up, %d rounds%s%n%n", opened.describe(), threads,
+              measure.toMillis() + " ms", warm.toMillis() + " ms", rounds,
+              accounts == null ? "" : ", a business write (debit) in every new key");
           out.flush();
         }
         List<Measurement> results = new ArrayList<>();
@@ -133,11 +151,22 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         try (Progress progress = Progress.start("bench", total, done::get)) {
           // New keys: every operation a key never seen before, on both sides.
           results.addAll(compare("new keys", measure, warm, done,
-              concat(new Side("raw", baseline.describeNewKey(), t -> {
+              concat(new Side("raw", baseline.describeNewKey()
+                  + (accounts == null ? "" : " + debit"), t -> {
                 String prefix = "raw-" + run + "-" + t + "-";
+                if (accounts != null) {
+                  return () -> {
+                    ((Baseline.Sql) baseline).newKey(prefix + keys.getAndIncrement(),
+                        Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES, c -> accounts.debit(c, t));
+                    accounts.done();
+                  };
+                }
                 return () -> baseline.newKey(prefix + keys.getAndIncrement(),
                     Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES);
-              }), newKeySides(opened, once, keys))));
+              }), newKeySides(opened, once, keys, accounts))));
+          if (accounts != null) {
+            accounts.check();
+          }
           // Replays: completed keys read at random, on both sides.
           for (int i = 0; i < REPLAY_KEYS; i++) {
             baseline.newKey("replay-" + run + "-" + i, Fingerprint.of(PAYLOAD).digest(),
@@ -156,6 +185,9 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                   }))));
         } finally {
           dropOnceTable(opened);
+          if (accounts != null) {
+            accounts.drop();
+          }
         }
         lastResults = results;
         print(out, opened, results, measure, warm);
@@ -171,22 +203,119 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
    * The sides of the new-keys workload: raw, Once in lease mode, and on a SQL store
    * TransactionalOnce (claim and completion in one transaction, one commit).
    */
-  private Side[] newKeySides(OpenStore opened, Once once, AtomicLong keys) {
+  private Side[] newKeySides(OpenStore opened, Once once, AtomicLong keys, Accounts accounts) {
     List<Side> sides = new ArrayList<>();
-    sides.add(new Side("once", "Once.call: claim + run + complete", t -> {
+    String debit = accounts == null ? "" : " (debit in autocommit)";
+    sides.add(new Side("once", "Once.call: claim + run + complete" + debit, t -> {
       String prefix = "new-" + run + "-" + t + "-";
+      if (accounts != null) {
+        return () -> {
+          once.call(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
+              Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> {
+                accounts.debit(t);
+                return RESPONSE;
+              });
+          accounts.done();
+        };
+      }
       return () -> once.call(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
           Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> RESPONSE);
     }));
     if (opened.store() instanceof JdbcStore jdbc) {
       TransactionalOnce tx = TransactionalOnce.builder(jdbc).build();
-      sides.add(new Side("tx", "TransactionalOnce: one transaction", t -> {
+      sides.add(new Side("tx", "TransactionalOnce: one transaction"
+          + (accounts == null ? "" : " (debit inside)"), t -> {
         String prefix = "tx-" + run + "-" + t + "-";
+        if (accounts != null) {
+          return () -> {
+            tx.execute(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
+                Fingerprint.of(PAYLOAD), Codecs.utf8(), transaction -> {
+                  accounts.debit(transaction.connection(), t);
+                  return RESPONSE;
+                });
+            accounts.done();
+          };
+        }
         return () -> tx.execute(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
             Fingerprint.of(PAYLOAD), Codecs.utf8(), transaction -> RESPONSE);
       }));
     }
     return sides.toArray(Side[]::new);
+  }
+
+  /**
+   * {@value #ACCOUNTS_TABLE}: one account row per thread, so that threads never wait for each
+   * other's row locks and the sides differ only in what Once does; debited once per new key.
+   * {@link #check} compares the total debited with the operations that returned: every debit
+   * committed exactly once.
+   */
+  private static final class Accounts {
+    private final DataSource pool;
+    private final AtomicLong returned = new AtomicLong();
+
+    Accounts(DataSource pool, int threads) {
+      this.pool = pool;
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+        s.execute("DROP TABLE IF EXISTS " + ACCOUNTS_TABLE);
+        s.execute("CREATE TABLE " + ACCOUNTS_TABLE
+            + " (id INTEGER PRIMARY KEY, balance BIGINT NOT NULL)");
+        for (int t = 0; t < threads; t++) {
+          s.execute("INSERT INTO " + ACCOUNTS_TABLE + " (id, balance) VALUES (" + t + ", 0)");
+        }
+      } catch (SQLException e) {
+        throw new IllegalStateException("cannot create " + ACCOUNTS_TABLE + ": " + e.getMessage(),
+            e);
+      }
+    }
+
+    /** Debits {@code account} on {@code c}, in whatever transaction {@code c} is in. */
+    void debit(Connection c, int account) {
+      try (PreparedStatement debit = c.prepareStatement(
+          "UPDATE " + ACCOUNTS_TABLE + " SET balance = balance - 1 WHERE id = ?")) {
+        debit.setInt(1, account);
+        if (debit.executeUpdate() != 1) {
+          throw new IllegalStateException("no account " + account);
+        }
+      } catch (SQLException e) {
+        throw new IllegalStateException("debit failed: " + e.getMessage(), e);
+      }
+    }
+
+    /** Debits {@code account} in an autocommit statement of its own. */
+    void debit(int account) {
+      try (Connection c = pool.getConnection()) {
+        debit(c, account);
+      } catch (SQLException e) {
+        throw new IllegalStateException("debit failed: " + e.getMessage(), e);
+      }
+    }
+
+    /** An operation that debited returned. */
+    void done() {
+      returned.incrementAndGet();
+    }
+
+    void check() {
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement();
+           ResultSet rs = s.executeQuery("SELECT -SUM(balance) FROM " + ACCOUNTS_TABLE)) {
+        rs.next();
+        long debited = rs.getLong(1);
+        if (debited != returned.get()) {
+          throw new IllegalStateException(debited + " debits committed for " + returned.get()
+              + " operations");
+        }
+      } catch (SQLException e) {
+        throw new IllegalStateException(e.getMessage(), e);
+      }
+    }
+
+    void drop() {
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+        s.execute("DROP TABLE IF EXISTS " + ACCOUNTS_TABLE);
+      } catch (SQLException e) {
+        // Scratch data; the next run drops it first.
+      }
+    }
   }
 
   private static Side[] concat(Side first, Side[] rest) {
@@ -324,6 +453,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         }
       }
       out.println(Json.obj().put("store", opened.uri().display()).put("threads", threads)
+          .put("businessWrite", businessWrite)
           .put("measureMillis", measure.toMillis()).put("warmupMillis", warm.toMillis())
           .put("rounds", rounds).put("results", rows).put("onceOverRaw", ratios));
       out.flush();

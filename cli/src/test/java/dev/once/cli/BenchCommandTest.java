@@ -95,6 +95,36 @@ class BenchCommandTest {
     assertThat(run.results()).extracting(BenchCommand.Measurement::variant).contains("tx");
   }
 
+  @Test
+  void aBusinessWriteIsDebitedOncePerNewKeyOnEverySide(@TempDir Path tmp) throws Exception {
+    Path file = tmp.resolve("once.db");
+
+    Run run = bench("--store", "sqlite:" + file, "--business-write");
+
+    // The command itself fails when the debits committed differ from the operations returned.
+    assertBothSidesOfBothWorkloadsRan(run);
+    assertThat(run.out()).contains("a business write (debit) in every new key",
+        "UPDATE + debit", "(debit in autocommit)", "(debit inside)");
+    try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file);
+         ResultSet tables = c.getMetaData().getTables(null, null, "%", new String[] {"TABLE"})) {
+      List<String> names = new ArrayList<>();
+      while (tables.next()) {
+        names.add(tables.getString("TABLE_NAME"));
+      }
+      assertThat(names).doesNotContain(BenchCommand.ACCOUNTS_TABLE, BenchCommand.ONCE_TABLE,
+          BenchCommand.RAW_TABLE);
+    }
+  }
+
+  @Test
+  void aBusinessWriteNeedsASqlStore() {
+    Run run = bench("--store", "memory:", "--business-write");
+
+    assertThat(run.exitCode()).isEqualTo(2);
+    assertThat(run.err().strip()).isEqualTo("once bench: --business-write needs a SQL store "
+        + "(sqlite:, postgres:, mariadb:), not memory:");
+  }
+
   @ParameterizedTest
   @ValueSource(strings = {"--threads=0", "--rounds=0", "--duration=0s", "--duration=abc",
       "--warmup=-1s", "--duration=11m", "--store=nope:"})
