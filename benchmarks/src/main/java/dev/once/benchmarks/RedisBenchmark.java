@@ -68,10 +68,10 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Benchmark)
 public class RedisBenchmark {
 
-  private static final Fingerprint FP = Fingerprint.of(
+  static final Fingerprint FP = Fingerprint.of(
       "{\"amount\":1000,\"currency\":\"EUR\",\"customer\":\"cus_42\"}");
-  private static final String RESPONSE = "{\"id\":\"ch_1\"}";
-  private static final int REPLAY_KEYS = 1000;
+  static final String RESPONSE = "{\"id\":\"ch_1\"}";
+  static final int REPLAY_KEYS = 1000;
   private static final Duration LEASE = Duration.ofSeconds(30);
   private static final Duration RETENTION = Duration.ofHours(24);
 

@@ -1,7 +1,10 @@
 package dev.once.benchmarks;
 
+import static dev.once.benchmarks.RedisBenchmark.FP;
+import static dev.once.benchmarks.RedisBenchmark.REPLAY_KEYS;
+import static dev.once.benchmarks.RedisBenchmark.RESPONSE;
+
 import dev.once.Codecs;
-import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.redis.RedisStore;
@@ -31,10 +34,6 @@ import java.util.Locale;
  */
 public final class RedisServerTime {
 
-  private static final Fingerprint FP = Fingerprint.of(
-      "{\"amount\":1000,\"currency\":\"EUR\",\"customer\":\"cus_42\"}");
-  private static final String RESPONSE = "{\"id\":\"ch_1\"}";
-  private static final int REPLAY_KEYS = 1000;
   private static final String[] SIDES = {"new key    raw: SET NX PX + SET PX",
       "new key    Once: claim script + complete script", "replay     raw: GET",
       "replay     Once: claim script"};

@@ -25,6 +25,17 @@ interface Baseline extends AutoCloseable {
   /** Claims {@code key} (insert if absent) and stores {@code response}: two writes. */
   void newKey(String key, byte[] requestHash, byte[] response);
 
+  /**
+   * Like {@link #newKey(String, byte[], byte[])}, with {@code between} (if not null) run between
+   * the two writes; only SQL baselines have a connection to run it on.
+   */
+  default void newKey(String key, byte[] requestHash, byte[] response, BusinessWrite between) {
+    if (between != null) {
+      throw new UnsupportedOperationException("a business write needs a SQL store");
+    }
+    newKey(key, requestHash, response);
+  }
+
   /** A business write between the claim and the stored response, on the same connection. */
   @FunctionalInterface
   interface BusinessWrite {
@@ -198,7 +209,8 @@ interface Baseline extends AutoCloseable {
      * The articles' sequence with the business write in the middle, each statement in autocommit:
      * claim, {@code between} (if not null), store the response.
      */
-    void newKey(String key, byte[] requestHash, byte[] response, BusinessWrite between) {
+    @Override
+    public void newKey(String key, byte[] requestHash, byte[] response, BusinessWrite between) {
       long now = System.currentTimeMillis() * 1000;
       try (Connection c = pool.getConnection()) {
         try (PreparedStatement s = c.prepareStatement(insert)) {

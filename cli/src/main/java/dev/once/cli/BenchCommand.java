@@ -154,15 +154,9 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
               concat(new Side("raw", baseline.describeNewKey()
                   + (accounts == null ? "" : " + debit"), t -> {
                 String prefix = "raw-" + run + "-" + t + "-";
-                if (accounts != null) {
-                  return () -> {
-                    ((Baseline.Sql) baseline).newKey(prefix + keys.getAndIncrement(),
-                        Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES, c -> accounts.debit(c, t));
-                    accounts.done();
-                  };
-                }
-                return () -> baseline.newKey(prefix + keys.getAndIncrement(),
-                    Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES);
+                Baseline.BusinessWrite debit = accounts == null ? null : c -> accounts.debit(c, t);
+                return counted(accounts, () -> baseline.newKey(prefix + keys.getAndIncrement(),
+                    Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES, debit));
               }), newKeySides(opened, once, keys, accounts))));
           if (accounts != null) {
             accounts.check();
@@ -208,36 +202,28 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     String debit = accounts == null ? "" : " (debit in autocommit)";
     sides.add(new Side("once", "Once.call: claim + run + complete" + debit, t -> {
       String prefix = "new-" + run + "-" + t + "-";
-      if (accounts != null) {
-        return () -> {
-          once.call(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
-              Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> {
-                accounts.debit(t);
-                return RESPONSE;
-              });
-          accounts.done();
-        };
-      }
-      return () -> once.call(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
-          Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> RESPONSE);
+      return counted(accounts, () -> once.call(
+          IdempotencyKey.of("bench", prefix + keys.getAndIncrement()), Fingerprint.of(PAYLOAD),
+          Codecs.utf8(), attempt -> {
+            if (accounts != null) {
+              accounts.debit(t);
+            }
+            return RESPONSE;
+          }));
     }));
     if (opened.store() instanceof JdbcStore jdbc) {
       TransactionalOnce tx = TransactionalOnce.builder(jdbc).build();
       sides.add(new Side("tx", "TransactionalOnce: one transaction"
           + (accounts == null ? "" : " (debit inside)"), t -> {
         String prefix = "tx-" + run + "-" + t + "-";
-        if (accounts != null) {
-          return () -> {
-            tx.execute(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
-                Fingerprint.of(PAYLOAD), Codecs.utf8(), transaction -> {
-                  accounts.debit(transaction.connection(), t);
-                  return RESPONSE;
-                });
-            accounts.done();
-          };
-        }
-        return () -> tx.execute(IdempotencyKey.of("bench", prefix + keys.getAndIncrement()),
-            Fingerprint.of(PAYLOAD), Codecs.utf8(), transaction -> RESPONSE);
+        return counted(accounts, () -> tx.execute(
+            IdempotencyKey.of("bench", prefix + keys.getAndIncrement()), Fingerprint.of(PAYLOAD),
+            Codecs.utf8(), transaction -> {
+              if (accounts != null) {
+                accounts.debit(transaction.connection(), t);
+              }
+              return RESPONSE;
+            }));
       }));
     }
     return sides.toArray(Side[]::new);
@@ -316,6 +302,17 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         // Scratch data; the next run drops it first.
       }
     }
+  }
+
+  /** {@code operation}, counted by {@code accounts} when it returns (as is without accounts). */
+  private static Runnable counted(Accounts accounts, Runnable operation) {
+    if (accounts == null) {
+      return operation;
+    }
+    return () -> {
+      operation.run();
+      accounts.done();
+    };
   }
 
   private static Side[] concat(Side first, Side[] rest) {

@@ -8,6 +8,7 @@ import dev.once.IdempotencyKey;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
 import dev.once.redis.internal.KeyLayout;
+import dev.once.redis.internal.Micros;
 import dev.once.redis.internal.RedisEngine;
 import dev.once.redis.testing.RedisServerProcess;
 import dev.once.spi.Claim;
@@ -176,11 +177,11 @@ class RedisStoreTest {
     String laterKey = recordKey(later);
     String expiry = laterKey.replaceFirst(":r:.*", ":expiry");
     assertThat(Double.parseDouble((String) SERVER.call("ZSCORE", expiry, laterKey)))
-        .isEqualTo(micros(claimedAt.plus(RETENTION)));
+        .isEqualTo((double) Micros.of(claimedAt.plus(RETENTION)));
     String soonerKey = recordKey(sooner);
     assertThat(Double.parseDouble((String) SERVER.call("ZSCORE",
         soonerKey.replaceFirst(":r:.*", ":expiry"), soonerKey)))
-        .isEqualTo(micros(clock.instant().plus(Duration.ofMinutes(1))));
+        .isEqualTo((double) Micros.of(clock.instant().plus(Duration.ofMinutes(1))));
 
     clock.set(clock.instant().plus(Duration.ofMinutes(1)));
     assertThat(store.purgeExpired(clock.instant(), 100)).isEqualTo(1);
@@ -191,17 +192,13 @@ class RedisStoreTest {
     assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
     assertThat(store.find(later)).get().extracting(r -> r.status()).isEqualTo(Status.COMPLETED);
     assertThat(Double.parseDouble((String) SERVER.call("ZSCORE", expiry, laterKey)))
-        .isEqualTo(micros(claimedAt.plus(RETENTION).plusSeconds(10)));
+        .isEqualTo((double) Micros.of(claimedAt.plus(RETENTION).plusSeconds(10)));
 
     clock.advance(Duration.ofSeconds(10).minusNanos(1000));
     assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
     clock.advance(Duration.ofNanos(1000));
     assertThat(store.purgeExpired(clock.instant(), 100)).isEqualTo(1);
     assertThat(keysOfThisStore()).isEmpty();
-  }
-
-  private static double micros(Instant instant) {
-    return instant.getEpochSecond() * 1_000_000.0 + instant.getNano() / 1_000;
   }
 
   @Test
