@@ -42,12 +42,12 @@ import org.openjdk.jmh.annotations.Warmup;
  * <ul>
  *   <li>{@code raw*New}: {@code SET key started NX PX 30000} then {@code SET key response PX 86400000}:
  *       two round trips, no fingerprint, lease and retention in one TTL, no fencing.
- *   <li>{@code once*New}: {@link Once} over {@link RedisStore}: the claim script, the logic (empty),
- *       the complete script under the fencing token: two round trips.
+ *   <li>{@code once*New}: {@link Once} over {@link RedisStore}: the claim ({@code SET NX GET PX}),
+ *       the logic (empty), the complete script under the fencing token: two round trips.
  *   <li>{@code raw*Replay}: {@code SET key started NX GET PX 30000} on a finished key, answering its
  *       stored value: one round trip (the strongest raw form; Redis 7).
- *   <li>{@code once*Replay}: {@link Once} on a completed key: the claim script answers the outcome:
- *       one round trip, decoded.
+ *   <li>{@code once*Replay}: {@link Once} on a completed key: the claim ({@code SET NX GET PX})
+ *       answers the record, decoded and decided: one round trip.
  *   <li>{@code claimAll100} against {@code singleClaims100}: 100 new keys claimed with one pipelined
  *       {@code claimAll} or with 100 sequential claims (throughput counted per claim).
  * </ul>

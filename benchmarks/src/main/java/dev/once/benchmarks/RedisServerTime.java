@@ -17,7 +17,7 @@ import java.util.Locale;
 
 /**
  * How much of Redis's one thread each operation takes: server time per operation from
- * {@code INFO commandstats} ({@code usec} over the calls), for Once's scripts and for the raw
+ * {@code INFO commandstats} ({@code usec} over the calls), for Once's commands and scripts and for the raw
  * commands the articles use, run one after the other on one connection each. Once Redis is busy
  * this, not the round trip, is what limits throughput: Redis runs scripts and commands one at a
  * time. Unlike throughput, it hardly moves with the machine's other load.
@@ -35,8 +35,8 @@ import java.util.Locale;
 public final class RedisServerTime {
 
   private static final String[] SIDES = {"new key    raw: SET NX PX + SET PX",
-      "new key    Once: claim script + complete script", "replay     raw: GET",
-      "replay     Once: claim script"};
+      "new key    Once: SET NX GET PX + complete script", "replay     raw: GET",
+      "replay     Once: SET NX GET PX"};
 
   private RedisServerTime() {}
 
@@ -86,19 +86,19 @@ public final class RedisServerTime {
       raw.set(key, "started", SetArgs.Builder.nx().px(30_000));
       raw.set(key, RESPONSE, SetArgs.Builder.px(86_400_000));
     }
-    double rawNew = serverMicros(raw, "set") / operations;
+    double rawNew = serverMicros(raw) / operations;
 
     raw.configResetstat();
     for (int i = 0; i < operations; i++) {
       once.execute(IdempotencyKey.of("bench", run + "-" + i), FP, Codecs.utf8(), a -> RESPONSE);
     }
-    double onceNew = serverMicros(raw, "evalsha") / operations;
+    double onceNew = serverMicros(raw) / operations;
 
     raw.configResetstat();
     for (int i = 0; i < operations; i++) {
       raw.get("raw:" + run + ":" + i % REPLAY_KEYS);
     }
-    double rawReplay = serverMicros(raw, "get") / operations;
+    double rawReplay = serverMicros(raw) / operations;
 
     raw.configResetstat();
     for (int i = 0; i < operations; i++) {
@@ -107,17 +107,18 @@ public final class RedisServerTime {
             throw new IllegalStateException("a replay must not run the logic");
           });
     }
-    double onceReplay = serverMicros(raw, "evalsha") / operations;
+    double onceReplay = serverMicros(raw) / operations;
     raw.flushdb();
     return new double[] {rawNew, onceNew, rawReplay, onceReplay};
   }
 
-  /** Total server microseconds of {@code command} since the last reset. */
-  private static double serverMicros(RedisCommands<String, String> raw, String command) {
+  /** Total server microseconds of every command since the last reset but INFO and CONFIG. */
+  private static double serverMicros(RedisCommands<String, String> raw) {
     return raw.info("commandstats").lines()
-        .filter(l -> l.startsWith("cmdstat_" + command + ":"))
+        .filter(l -> l.startsWith("cmdstat_") && !l.startsWith("cmdstat_info")
+            && !l.startsWith("cmdstat_config"))
         .mapToDouble(l -> Double.parseDouble(l.replaceAll(".*[:,]usec=([0-9]+),.*", "$1")))
-        .findFirst().orElse(0);
+        .sum();
   }
 
   private static double median(double[] values) {

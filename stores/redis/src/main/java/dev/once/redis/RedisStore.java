@@ -35,11 +35,14 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
- * An {@link IdempotencyStore} on Redis, standalone or Cluster, through Lettuce. Each transition
- * (claim, complete, fail, extend, checkpoint) is one Lua script: one round trip, atomic, deciding
- * exactly as {@link dev.once.spi.ClaimRules#decide} with the caller's clock (never Redis's), every
- * write after the claim conditional on the fencing token. {@link #claimAll} and
- * {@link #completeAll} are pipelined.
+ * An {@link IdempotencyStore} on Redis, standalone or Cluster, through Lettuce. A record is one
+ * string, so a claim is the native {@code SET key new-record NX GET PX}: it creates a new key, or
+ * answers a replay, a duplicate in progress or a mismatch, in one round trip and no script. A claim
+ * that must change a record (a takeover of a passed lease, a retry after a failure, a claim of an
+ * expired record) is decided by {@link dev.once.spi.ClaimRules#decide} and written by a
+ * compare-and-set script: one more round trip. Complete, fail, extend and checkpoint are one Lua
+ * script each, conditional on the fencing token. Every decision uses the caller's clock, never
+ * Redis's. {@link #claimAll} and {@link #completeAll} are pipelined.
  *
  * <pre>{@code
  * RedisStore store = RedisStore.builder("redis://127.0.0.1:6379")   // or redis-cluster://h1:p1,h2:p2
@@ -50,11 +53,12 @@ import java.util.concurrent.TimeUnit;
  * Once once = Once.builder(store).build();
  * }</pre>
  *
- * <p>A record is one hash; its retention is enforced by the caller's clock (a record whose expiry
- * passed behaves as absent) and, to collect garbage, by a Redis key expiry set relatively
- * ({@code PEXPIRE}) one minute past the logical expiry. {@link #purgeExpired} and
- * {@link #reapExpiredLeases} work through per-bucket sorted-set indexes that share the records'
- * hash tags, so they are atomic and correct in a cluster. Every Redis error, lost connection or
+ * <p>Retention is enforced by the caller's clock (a record whose expiry passed behaves as absent)
+ * and, to collect garbage, by Redis's own key expiry, set one minute past the logical expiry. So
+ * the store needs no {@code Maintenance}: {@link #purgeExpired} and {@link #reapExpiredLeases} walk
+ * the keyspace with {@code SCAN} (in a cluster, every master) and change each record by
+ * compare-and-set; they cost a pass over every key, for a caller's clock that runs ahead of
+ * Redis's, for tests and for dashboards. Every Redis error, lost connection or
  * command timeout becomes a {@link StoreUnavailableException}; no call waits longer than the
  * command timeout (plus the {@code WAIT} timeout of {@link Durability#replicas}). Thread-safe: one
  * multiplexed connection serves every thread.
@@ -135,8 +139,8 @@ public final class RedisStore implements IdempotencyStore {
 
     /**
      * What every key of the store starts with (default {@value RedisStore#DEFAULT_KEY_PREFIX}):
-     * 1–64 visible ASCII characters without braces (the store adds its own hash tags). Stores
-     * with different prefixes share nothing.
+     * 1–64 visible ASCII characters without braces (a hash tag in the prefix would put every
+     * record in one Redis Cluster slot). Stores with different prefixes share nothing.
      */
     public Builder keyPrefix(String prefix) {
       Objects.requireNonNull(prefix, "keyPrefix");
@@ -187,11 +191,18 @@ public final class RedisStore implements IdempotencyStore {
      *
      * @throws StoreUnavailableException if Redis cannot be reached
      * @throws IllegalArgumentException  if the URI is malformed
+     * @throws IllegalStateException     if the server is older than Redis 7.0
      */
     public RedisStore build() {
       RedisAccess access = connect();
       RedisEngine engine = new RedisEngine(access, new KeyLayout(keyPrefix), durability,
           commandTimeout, maxPayloadBytes);
+      try {
+        engine.requireSetNxGet();
+      } catch (RuntimeException tooOld) {
+        engine.close();
+        throw tooOld;
+      }
       return new RedisStore(engine, keyPrefix, durability, maxPayloadBytes);
     }
 

@@ -9,6 +9,7 @@ import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
 import dev.once.redis.internal.KeyLayout;
 import dev.once.redis.internal.Micros;
+import dev.once.redis.internal.RecordFormat;
 import dev.once.redis.internal.RedisEngine;
 import dev.once.redis.testing.RedisServerProcess;
 import dev.once.spi.Claim;
@@ -17,7 +18,6 @@ import dev.once.spi.ClaimRules;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import dev.once.testkit.ManualClock;
-import io.lettuce.core.cluster.SlotHash;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -28,7 +28,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** What the conformance suite cannot see: the Redis layout, Lua details, configuration errors. */
+/** What the conformance suite cannot see: the Redis layout, the commands, configuration errors. */
 class RedisStoreTest {
 
   private static final Fingerprint FP = Fingerprint.of("request");
@@ -70,23 +70,161 @@ class RedisStoreTest {
   }
 
   private String recordKey(IdempotencyKey key) {
-    return new String(new KeyLayout(prefix).keys(key)[0], StandardCharsets.ISO_8859_1);
+    return new String(new KeyLayout(prefix).record(key), StandardCharsets.ISO_8859_1);
   }
 
   @Test
-  void aRecordIsOneHashWhoseKeysShareOneSlotWithItsIndexes() {
+  void aRecordIsOneStringUnderOneKey() {
     IdempotencyKey key = IdempotencyKey.of("payments.charge", "acme", "order {17} 42");
 
-    store.claim(request(key));
+    long token = ((Claim.Acquired) store.claim(request(key))).token();
 
-    List<String> keys = keysOfThisStore();
-    assertThat(keys).containsExactlyInAnyOrder(recordKey(key),
-        recordKey(key).replaceFirst(":r:.*", ":expiry"), recordKey(key).replaceFirst(":r:.*", ":leases"));
-    assertThat(recordKey(key)).startsWith(prefix + "{").endsWith(":r:payments.charge acme order {17} 42");
-    assertThat(keys).extracting(k -> SlotHash.getSlot(k.getBytes(StandardCharsets.ISO_8859_1)))
-        .containsOnly(SlotHash.getSlot(recordKey(key).getBytes(StandardCharsets.ISO_8859_1)));
-    assertThat(SERVER.call("TYPE", recordKey(key))).isEqualTo("hash");
-    assertThat(SERVER.call("HGET", recordKey(key), "status")).isEqualTo("IN_PROGRESS");
+    assertThat(keysOfThisStore()).containsExactly(recordKey(key));
+    assertThat(recordKey(key)).isEqualTo(prefix + "r:payments.charge acme order {17} 42");
+    assertThat(SERVER.call("TYPE", recordKey(key))).isEqualTo("string");
+    assertThat((String) SERVER.call("GET", recordKey(key)))
+        .startsWith(String.format("1 I %016d %016d ", token, Micros.of(clock.instant().plus(LEASE))));
+    assertThat(new KeyLayout(prefix).idempotencyKey(recordKey(key).getBytes(StandardCharsets.US_ASCII)))
+        .isEqualTo(key);
+  }
+
+  @Test
+  void newKeysAndReplaysAreClaimedWithOneSetAndNoScript() {
+    IdempotencyKey key = IdempotencyKey.of("native", "k");
+    SERVER.call("CONFIG", "RESETSTAT");
+
+    long token = ((Claim.Acquired) store.claim(request(key))).token();
+    assertThat(commandCalls()).containsOnlyKeys("set");
+    store.complete(key, token, Outcome.success("text/plain", new byte[] {1}), clock.instant(),
+        RETENTION);
+    SERVER.call("CONFIG", "RESETSTAT");
+    assertThat(store.claim(request(key))).isInstanceOf(Claim.Replay.class);
+    assertThat(store.claim(new ClaimRequest(key, Fingerprint.of("other"), clock.instant(), LEASE,
+        RETENTION))).isInstanceOf(Claim.Mismatch.class);
+
+    assertThat(commandCalls()).containsOnlyKeys("set").containsEntry("set", 2L);
+  }
+
+  /** Calls per command since the last {@code CONFIG RESETSTAT}, without INFO itself. */
+  private static java.util.Map<String, Long> commandCalls() {
+    java.util.Map<String, Long> calls = new java.util.TreeMap<>();
+    for (String line : ((String) SERVER.call("INFO", "commandstats")).split("\r?\n")) {
+      java.util.regex.Matcher m = java.util.regex.Pattern
+          .compile("^cmdstat_([a-z|]+):calls=(\\d+)").matcher(line);
+      if (m.find() && !m.group(1).equals("info") && !m.group(1).startsWith("config")) {
+        calls.put(m.group(1), Long.parseLong(m.group(2)));
+      }
+    }
+    return calls;
+  }
+
+  @Test
+  void takeoversRacingOnOneKeyLeaveOneWinner() throws Exception {
+    IdempotencyKey key = IdempotencyKey.of("race", "k");
+    long first = ((Claim.Acquired) store.claim(request(key))).token();
+    clock.advance(LEASE); // the lease passed: every racer may take over, one must win
+
+    List<Claim> claims = race(8, () -> store.claim(request(key)));
+
+    assertThat(claims).filteredOn(c -> c instanceof Claim.Acquired).singleElement()
+        .isEqualTo(new Claim.Acquired(first + 1, true, 2, null, clock.instant().plus(LEASE)));
+    assertThat(claims).filteredOn(c -> c instanceof Claim.InProgress).hasSize(7);
+
+    // The winner fails; the retries race the same way.
+    store.fail(key, first + 1, "boom", clock.instant(), RETENTION);
+    List<Claim> retries = race(8, () -> store.claim(request(key)));
+    assertThat(retries).filteredOn(c -> c instanceof Claim.Acquired).singleElement()
+        .isEqualTo(new Claim.Acquired(first + 2, false, 3, null, clock.instant().plus(LEASE)));
+    assertThat(store.find(key)).get().satisfies(r -> {
+      assertThat(r.token()).isEqualTo(first + 2);
+      assertThat(r.lastError()).isEqualTo("boom");
+    });
+  }
+
+  private static List<Claim> race(int threads, java.util.concurrent.Callable<Claim> claim)
+      throws Exception {
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+    try {
+      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
+      List<java.util.concurrent.Future<Claim>> futures = new ArrayList<>();
+      for (int i = 0; i < threads; i++) {
+        futures.add(pool.submit(() -> {
+          start.await();
+          return claim.call();
+        }));
+      }
+      List<Claim> claims = new ArrayList<>();
+      for (java.util.concurrent.Future<Claim> f : futures) {
+        claims.add(f.get());
+      }
+      return claims;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
+  void aValueThatIsNotARecordIsRefusedAndLeftAlone() {
+    IdempotencyKey key = IdempotencyKey.of("foreign", "k");
+    SERVER.call("SET", recordKey(key), "not a record");
+
+    assertThatThrownBy(() -> store.claim(request(key))).isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("is not a record of Once").hasMessageContaining(key.toString());
+    assertThatThrownBy(() -> store.find(key)).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> store.complete(key, 1, Outcome.success("text/plain", new byte[0]),
+        clock.instant(), RETENTION)).isInstanceOf(dev.once.LeaseLostException.class);
+    clock.advance(Duration.ofDays(365));
+    assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
+    assertThat(store.reapExpiredLeases(clock.instant(), 100)).isZero();
+
+    assertThat(SERVER.call("GET", recordKey(key))).isEqualTo("not a record");
+  }
+
+  @Test
+  void theScriptsWriteTheRecordFormatByteForByteAsJavaDoes() {
+    IdempotencyKey key = IdempotencyKey.of("format", "tenant-1", "k {x} 1");
+    long token = ((Claim.Acquired) store.claim(request(key))).token();
+    assertCanonical(key);
+    clock.advance(Duration.ofSeconds(1));
+    store.checkpoint(key, token, dev.once.Checkpoint.of("charged", new byte[] {0, '\n', (byte) 0xff}),
+        clock.instant());
+    assertCanonical(key);
+    clock.advance(Duration.ofSeconds(1));
+    store.extend(key, token, clock.instant(), Duration.ofHours(3)); // past the retention
+    assertCanonical(key);
+    assertThat(store.find(key)).get().satisfies(r -> {
+      assertThat(r.expiresAt()).isEqualTo(clock.instant().plus(Duration.ofHours(3)));
+      assertThat(r.checkpoint().data()).containsExactly(0, '\n', 0xff);
+    });
+    store.fail(key, token, "boom: ünïcode", clock.instant(), RETENTION);
+    assertCanonical(key);
+    Claim.Acquired retry = (Claim.Acquired) store.claim(request(key));
+    assertThat(retry.checkpoint().name()).isEqualTo("charged");
+    assertCanonical(key);
+    store.checkpoint(key, retry.token(), dev.once.Checkpoint.of("shipped", new byte[0]),
+        clock.instant());
+    assertCanonical(key);
+    store.complete(key, retry.token(), Outcome.success("application/json; charset=utf-8",
+        "{\"ok\":\"ü\"}".getBytes(StandardCharsets.UTF_8)), clock.instant(), RETENTION);
+    assertCanonical(key);
+    assertThat(store.find(key)).get().satisfies(r -> {
+      assertThat(r.status()).isEqualTo(Status.COMPLETED);
+      assertThat(r.token()).isEqualTo(token + 1);
+      assertThat(r.attempts()).isEqualTo(2);
+      assertThat(r.lastError()).isEqualTo("boom: ünïcode");
+      assertThat(r.checkpoint().name()).isEqualTo("shipped");
+      assertThat(new String(r.outcome().body(), StandardCharsets.UTF_8)).isEqualTo("{\"ok\":\"ü\"}");
+      assertThat(r.expiresAt()).isEqualTo(clock.instant().plus(RETENTION));
+    });
+  }
+
+  /** The value in Redis is exactly what RecordFormat writes for the record it reads back. */
+  private void assertCanonical(IdempotencyKey key) {
+    try (var connection = RedisServers.Standalone.CLIENT.connect(
+        io.lettuce.core.codec.ByteArrayCodec.INSTANCE)) {
+      byte[] stored = connection.sync().get(new KeyLayout(prefix).record(key));
+      assertThat(RecordFormat.encode(RecordFormat.decode(key, stored))).isEqualTo(stored);
+    }
   }
 
   @Test
@@ -126,7 +264,7 @@ class RedisStoreTest {
   }
 
   @Test
-  void aRecordRedisAlreadyExpiredIsAbsentAndItsIndexEntriesAreDropped() {
+  void aRecordRedisAlreadyExpiredIsAbsent() {
     IdempotencyKey key = IdempotencyKey.of("gone", "k");
     store.claim(request(key));
     SERVER.call("DEL", recordKey(key)); // what Redis's own expiry does
@@ -140,60 +278,53 @@ class RedisStoreTest {
   }
 
   @Test
-  void purgeLeavesNoIndexBehind() {
-    for (int i = 0; i < 20; i++) {
-      IdempotencyKey key = IdempotencyKey.of("purge", "k" + i);
-      long token = ((Claim.Acquired) store.claim(request(key))).token();
-      if (i % 2 == 0) {
-        store.complete(key, token, Outcome.success("text/plain", new byte[0]), clock.instant(),
-            RETENTION);
-      }
+  void purgeAndReapKeepTheirLimitsOverManyScanPages() {
+    List<ClaimRequest> batch = new ArrayList<>();
+    for (int i = 0; i < 2_500; i++) {
+      batch.add(request(IdempotencyKey.of("purge", "k" + i)));
     }
-    clock.advance(RETENTION);
+    List<Claim> claims = store.claimAll(batch);
+    for (int i = 0; i < 2_500; i += 2) {
+      store.complete(batch.get(i).key(), ((Claim.Acquired) claims.get(i)).token(),
+          Outcome.success("text/plain", new byte[0]), clock.instant(), RETENTION);
+    }
+    clock.advance(LEASE);
 
-    assertThat(store.reapExpiredLeases(clock.instant(), 7)).isEqualTo(7);
-    assertThat(store.reapExpiredLeases(clock.instant(), 100)).isEqualTo(3);
-    assertThat(store.purgeExpired(clock.instant(), 15)).isEqualTo(15);
-    assertThat(store.purgeExpired(clock.instant(), 100)).isEqualTo(5);
+    assertThat(store.reapExpiredLeases(clock.instant(), 1_100)).isEqualTo(1_100);
+    assertThat(store.reapExpiredLeases(clock.instant(), 1_000)).isEqualTo(150);
+    assertThat(store.find(batch.get(1).key())).get().satisfies(r -> {
+      assertThat(r.status()).isEqualTo(Status.FAILED);
+      assertThat(r.lastError()).isEqualTo("lease expired");
+      assertThat(r.updatedAt()).isEqualTo(clock.instant());
+    });
+    assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
+    clock.advance(RETENTION);
+    assertThat(store.purgeExpired(clock.instant(), 1_500)).isEqualTo(1_500);
+    assertThat(store.purgeExpired(clock.instant(), 2_000)).isEqualTo(1_000);
     assertThat(keysOfThisStore()).isEmpty();
   }
 
   @Test
-  void theExpiryIndexHoldsALowerBoundAndPurgeGoesByTheRecordsRealExpiry() {
+  void purgeGoesByEachRecordsOwnExpiryToTheMicrosecond() {
     IdempotencyKey later = IdempotencyKey.of("bound", "later");
     IdempotencyKey sooner = IdempotencyKey.of("bound", "sooner");
     Instant claimedAt = clock.instant();
     long laterToken = ((Claim.Acquired) store.claim(request(later))).token();
     long soonerToken = ((Claim.Acquired) store.claim(request(sooner))).token();
     clock.advance(Duration.ofSeconds(10));
-    // Completed 10 s after the claim: the record expires 10 s after the claim's expiry, while its
-    // index entry stays at the claim's (the completion skips the ZADD).
+    // Completed 10 s after the claim: the expiry moves 10 s later; a shorter retention, earlier.
     store.complete(later, laterToken, Outcome.success("text/plain", new byte[] {1}),
         clock.instant(), RETENTION);
-    // A shorter retention moves the expiry earlier: the entry must follow it down.
     store.complete(sooner, soonerToken, Outcome.success("text/plain", new byte[] {2}),
         clock.instant(), Duration.ofMinutes(1));
-
-    String laterKey = recordKey(later);
-    String expiry = laterKey.replaceFirst(":r:.*", ":expiry");
-    assertThat(Double.parseDouble((String) SERVER.call("ZSCORE", expiry, laterKey)))
-        .isEqualTo((double) Micros.of(claimedAt.plus(RETENTION)));
-    String soonerKey = recordKey(sooner);
-    assertThat(Double.parseDouble((String) SERVER.call("ZSCORE",
-        soonerKey.replaceFirst(":r:.*", ":expiry"), soonerKey)))
-        .isEqualTo((double) Micros.of(clock.instant().plus(Duration.ofMinutes(1))));
 
     clock.set(clock.instant().plus(Duration.ofMinutes(1)));
     assertThat(store.purgeExpired(clock.instant(), 100)).isEqualTo(1);
     assertThat(store.find(sooner)).isEmpty();
 
-    // At the claim's expiry the entry is due but the record is not: kept, and re-indexed.
     clock.set(claimedAt.plus(RETENTION));
     assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
     assertThat(store.find(later)).get().extracting(r -> r.status()).isEqualTo(Status.COMPLETED);
-    assertThat(Double.parseDouble((String) SERVER.call("ZSCORE", expiry, laterKey)))
-        .isEqualTo((double) Micros.of(claimedAt.plus(RETENTION).plusSeconds(10)));
-
     clock.advance(Duration.ofSeconds(10).minusNanos(1000));
     assertThat(store.purgeExpired(clock.instant(), 100)).isZero();
     clock.advance(Duration.ofNanos(1000));
@@ -276,6 +407,16 @@ class RedisStoreTest {
     assertThatThrownBy(() -> RedisStore.builder("http://127.0.0.1:1").build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a Redis URI");
     assertThatThrownBy(() -> RedisStore.builder((String) null)).isInstanceOf(NullPointerException.class);
+  }
+
+  @Test
+  void aServerOlderThanRedis7IsRefusedByVersion() {
+    assertThat(RedisEngine.versionProblem("# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n"))
+        .contains("runs Redis 6.2.14").contains("needs Redis 7.0 or newer");
+    assertThat(RedisEngine.versionProblem("# Server\r\nredis_version:7.0.15\r\n")).isNull();
+    assertThat(RedisEngine.versionProblem("redis_version:8.2.1")).isNull();
+    assertThat(RedisEngine.versionProblem("# Server\r\n")).isNull(); // unknown: let through
+    assertThat(RedisEngine.versionProblem((String) SERVER.call("INFO", "server"))).isNull();
   }
 
   @Test

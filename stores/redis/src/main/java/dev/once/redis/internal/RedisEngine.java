@@ -1,7 +1,6 @@
 package dev.once.redis.internal;
 
 import dev.once.Checkpoint;
-import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
 import dev.once.PayloadTooLargeException;
@@ -14,12 +13,13 @@ import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
-import io.lettuce.core.KeyValue;
-import io.lettuce.core.Range;
+import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SetArgs;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -55,11 +55,11 @@ public final class RedisEngine implements AutoCloseable {
 
   private static final byte[] MARGIN =
       Long.toString(EXPIRY_MARGIN.toMillis()).getBytes(StandardCharsets.US_ASCII);
-  private static final byte[][] FIELDS = ascii("status", "fingerprint", "token", "lease_until",
-      "attempts", "checkpoint_name", "checkpoint_data", "outcome_kind", "outcome_type",
-      "outcome_body", "last_error", "created_at", "updated_at", "expires_at");
-  /** How many rounds a purge or reap makes at most before answering what it has done. */
-  private static final int MAX_ROUNDS = 16;
+  private static final byte[] EMPTY = new byte[0];
+  /** How often a claim re-decides after its compare-and-set found the record changed. */
+  private static final int MAX_SWAPS = 16;
+  /** Keys a {@code SCAN} call of purge and reap asks for. */
+  private static final int SCAN_PAGE = 1000;
 
   private final RedisAccess redis;
   private final KeyLayout layout;
@@ -76,24 +76,68 @@ public final class RedisEngine implements AutoCloseable {
     this.maxPayloadBytes = maxPayloadBytes;
   }
 
+  /**
+   * Refuses a server older than Redis 7.0, whose {@code SET} does not take {@code NX} and
+   * {@code GET} together: better one clear error at start than a syntax error on every claim. A
+   * server that does not answer {@code INFO} (some managed services rename it) is let through.
+   */
+  public void requireSetNxGet() {
+    String info;
+    try {
+      info = await(redis.commands().info("server").toCompletableFuture(), deadline(),
+          "INFO server");
+    } catch (StoreUnavailableException unanswered) {
+      return;
+    }
+    String problem = versionProblem(info);
+    if (problem != null) {
+      throw new IllegalStateException(redis.description() + " " + problem);
+    }
+  }
+
+  /** Why the server of this {@code INFO server} text is too old, or null when it is not. */
+  public static String versionProblem(String info) {
+    for (String line : info.split("\\r?\\n")) {
+      if (line.startsWith("redis_version:")) {
+        String version = line.substring("redis_version:".length()).trim();
+        try {
+          int major = Integer.parseInt(version.substring(0, version.indexOf('.')));
+          return major >= 7 ? null : "runs Redis " + version + "; once-redis needs Redis 7.0 or"
+              + " newer (a claim is SET ... NX GET, which older servers refuse)";
+        } catch (RuntimeException unreadable) {
+          return null;
+        }
+      }
+    }
+    return null;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // claims
 
+  /**
+   * {@code SET key new-record NX GET PX}: a new key is created and a replay, a duplicate in progress
+   * or a mismatch answered in one command, no script. Only when the record must change (a takeover,
+   * a retry, an expired record) the decision is made here, by {@link ClaimRules#decide}, and written
+   * by the {@link Script#SWAP} compare-and-set: a second round trip, repeated with what the swap
+   * found if another writer came first.
+   */
   public Claim claim(ClaimRequest request) {
     Objects.requireNonNull(request, "request");
-    byte[][] keys = layout.keys(request.key());
-    Claim claim = decode(request, await(claimAsync(request, keys), deadline(), "claim of "
-        + request.key()));
-    if (claim instanceof Claim.Acquired) {
-      awaitReplicas(List.of(keys[0]), "claim of " + request.key());
+    Claim[] claims = new Claim[1];
+    List<byte[]> acquired = new ArrayList<>(1);
+    settle(List.of(request), List.of(0), claims, acquired);
+    if (!acquired.isEmpty()) {
+      awaitReplicas(acquired, "claim of " + request.key());
     }
-    return claim;
+    return claims[0];
   }
 
   /**
    * Pipelined: every request is sent before any answer is awaited, so a batch of distinct keys
-   * costs one round trip (in a cluster, one per master, in parallel). A key requested again in the
-   * batch goes in a later wave, after the earlier answers, so it sees the earlier claim.
+   * costs one round trip (in a cluster, one per master, in parallel), and the records that must
+   * change one more. A key requested again in the batch goes in a later wave, after the earlier
+   * answers, so it sees the earlier claim.
    */
   public List<Claim> claimAll(List<ClaimRequest> requests) {
     Objects.requireNonNull(requests, "requests");
@@ -111,26 +155,12 @@ public final class RedisEngine implements AutoCloseable {
     try {
       for (int w = 0; w < waves; w++) {
         List<Integer> indexes = new ArrayList<>();
-        List<byte[][]> keys = new ArrayList<>();
-        List<CompletableFuture<List<Object>>> replies = new ArrayList<>();
         for (int i = 0; i < n; i++) {
           if (wave[i] == w) {
-            byte[][] k = layout.keys(requests.get(i).key());
             indexes.add(i);
-            keys.add(k);
-            replies.add(claimAsync(requests.get(i), k));
           }
         }
-        long deadline = deadline();
-        for (int j = 0; j < indexes.size(); j++) {
-          ClaimRequest request = requests.get(indexes.get(j));
-          Claim claim = decode(request, await(replies.get(j), deadline, "batch claim of "
-              + request.key()));
-          claims[indexes.get(j)] = claim;
-          if (claim instanceof Claim.Acquired) {
-            acquired.add(keys.get(j)[0]);
-          }
-        }
+        settle(requests, indexes, claims, acquired);
       }
       if (!acquired.isEmpty()) {
         awaitReplicas(acquired, "batch claim of " + acquired.size() + " keys");
@@ -142,6 +172,104 @@ public final class RedisEngine implements AutoCloseable {
     return Arrays.asList(claims);
   }
 
+  /** Claims the requests at {@code indexes} (distinct keys), pipelined; answers into {@code claims}. */
+  private void settle(List<ClaimRequest> requests, List<Integer> indexes, Claim[] claims,
+      List<byte[]> acquired) {
+    List<Swap> swaps = new ArrayList<>();
+    List<byte[]> keys = new ArrayList<>(indexes.size());
+    List<ClaimRules.Decision> creations = new ArrayList<>(indexes.size());
+    List<CompletableFuture<byte[]>> firsts = new ArrayList<>(indexes.size());
+    for (int i : indexes) {
+      ClaimRequest request = requests.get(i);
+      ClaimRules.Decision creation = ClaimRules.decide(null, request);
+      byte[] key = layout.record(request.key());
+      keys.add(key);
+      creations.add(creation);
+      firsts.add(redis.commands().setGet(key, RecordFormat.encode(creation.next()),
+          SetArgs.Builder.nx().px(ttlMillis(request.expiresAt(), request.now())))
+          .toCompletableFuture());
+    }
+    long deadline = deadline();
+    for (int j = 0; j < indexes.size(); j++) {
+      int i = indexes.get(j);
+      byte[] previous = await(firsts.get(j), deadline, "claim of " + requests.get(i).key());
+      if (previous == null) {
+        // SET NX wrote the new record.
+        claims[i] = creations.get(j).claim();
+        acquired.add(keys.get(j));
+      } else {
+        swaps.add(new Swap(i, keys.get(j), previous));
+      }
+    }
+    for (int round = 0; !swaps.isEmpty(); round++) {
+      if (round == MAX_SWAPS) {
+        throw new StoreUnavailableException("the record of " + requests.get(swaps.get(0).index).key()
+            + " changed under " + MAX_SWAPS + " claims in a row (" + redis.description()
+            + "); retry as for any store error", null);
+      }
+      List<Swap> writing = new ArrayList<>();
+      for (Swap swap : swaps) {
+        ClaimRequest request = requests.get(swap.index);
+        IdempotencyRecord current = swap.current == null ? null
+            : RecordFormat.decode(request.key(), swap.current);
+        ClaimRules.Decision decision = ClaimRules.decide(current, request);
+        if (decision.next() == null) {
+          claims[swap.index] = decision.claim();
+        } else {
+          swap.decision = decision;
+          swap.reply = swapAsync(swap.key, swap.current, RecordFormat.encode(decision.next()),
+              ttlMillis(decision.next().expiresAt(), request.now()));
+          writing.add(swap);
+        }
+      }
+      deadline = deadline();
+      swaps = new ArrayList<>();
+      for (Swap swap : writing) {
+        List<Object> reply = await(swap.reply, deadline, "claim of "
+            + requests.get(swap.index).key());
+        if (number(reply.get(0)) == 1L) {
+          claims[swap.index] = swap.decision.claim();
+          acquired.add(swap.key);
+        } else {
+          swaps.add(new Swap(swap.index, swap.key, reply.size() > 1 ? bytes(reply.get(1)) : null));
+        }
+      }
+    }
+  }
+
+  /** A record to change by compare-and-set: what was read, what was decided, what Redis said. */
+  private static final class Swap {
+    final int index;
+    final byte[] key;
+    final byte[] current;
+    ClaimRules.Decision decision;
+    CompletableFuture<List<Object>> reply;
+
+    Swap(int index, byte[] key, byte[] current) {
+      this.index = index;
+      this.key = key;
+      this.current = current;
+    }
+  }
+
+  /** {@link Script#SWAP}: {@code next} (null: delete) if the record is still {@code current}. */
+  private CompletableFuture<List<Object>> swapAsync(byte[] key, byte[] current, byte[] next,
+      long ttlMillis) {
+    return run(Script.SWAP, ScriptOutputType.MULTI, new byte[][] {key},
+        current == null ? EMPTY : current, next == null ? EMPTY : next,
+        ttlMillis > 0 ? number(ttlMillis) : EMPTY);
+  }
+
+  /**
+   * Redis's own expiry of a record, relative: the margin past its logical expiry; 0 when that is
+   * already past (the key keeps its expiry).
+   */
+  private static long ttlMillis(Instant expiresAt, Instant now) {
+    long millis = Math.floorDiv(Micros.of(expiresAt) - Micros.of(now) + 999, 1000)
+        + EXPIRY_MARGIN.toMillis();
+    return Math.max(0, millis);
+  }
+
   /**
    * After a failed batch claim: gives back every claim the batch acquired as FAILED, pipelined and
    * best effort (no replica wait; a release that fails leaves the lease to run out).
@@ -151,9 +279,9 @@ public final class RedisEngine implements AutoCloseable {
     for (int i = 0; i < claims.length; i++) {
       if (claims[i] instanceof Claim.Acquired acquired) {
         ClaimRequest r = requests.get(i);
-        releases.add(run(Script.FAIL, ScriptOutputType.INTEGER, layout.keys(r.key()),
-            number(acquired.token()), number(Micros.of(r.now())),
-            number(Micros.of(r.now().plus(r.retention()))),
+        releases.add(run(Script.FAIL, ScriptOutputType.INTEGER,
+            new byte[][] {layout.record(r.key())}, number(acquired.token()),
+            number(Micros.of(r.now())), number(Micros.of(r.now().plus(r.retention()))),
             utf8("released: the batch claim failed: " + failure), MARGIN));
       }
     }
@@ -165,38 +293,6 @@ public final class RedisEngine implements AutoCloseable {
         failure.addSuppressed(e);
         return; // the server is away: the others would time out the same way
       }
-    }
-  }
-
-  private CompletableFuture<List<Object>> claimAsync(ClaimRequest request, byte[][] keys) {
-    long now = Micros.of(request.now());
-    return run(Script.CLAIM, ScriptOutputType.MULTI, keys,
-        number(now),
-        request.fingerprint().digest(),
-        number(Micros.of(request.leaseUntil())),
-        number(Micros.of(request.expiresAt())),
-        number(ClaimRules.firstToken(request.now())),
-        MARGIN);
-  }
-
-  private static Claim decode(ClaimRequest request, List<Object> reply) {
-    String kind = text(reply.get(0));
-    switch (kind) {
-      case "A": {
-        Checkpoint checkpoint = reply.size() > 5
-            ? Checkpoint.of(text(reply.get(5)), bytes(reply.get(6))) : null;
-        return new Claim.Acquired(number(reply.get(1)), "1".equals(text(reply.get(4))),
-            (int) number(reply.get(2)), checkpoint, Micros.toInstant(number(reply.get(3))));
-      }
-      case "R":
-        return new Claim.Replay(Outcome.of(Outcome.Kind.valueOf(text(reply.get(2))),
-            text(reply.get(3)), bytes(reply.get(4))), number(reply.get(1)));
-      case "I":
-        return new Claim.InProgress(Micros.toInstant(number(reply.get(1))));
-      case "M":
-        return new Claim.Mismatch();
-      default:
-        throw new IllegalStateException("unexpected claim reply " + kind + " for " + request.key());
     }
   }
 
@@ -212,10 +308,8 @@ public final class RedisEngine implements AutoCloseable {
     if (outcome.size() > maxPayloadBytes) {
       throw new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes);
     }
-    byte[][] keys = layout.keys(key);
-    write(key, token, keys, "complete", run(Script.COMPLETE, ScriptOutputType.INTEGER, keys,
-        number(token), number(Micros.of(now)), number(Micros.of(now.plus(retention))),
-        ascii(outcome.kind().name()), utf8(outcome.mediaType()), outcome.body(), MARGIN));
+    byte[][] keys = {layout.record(key)};
+    write(key, token, keys, "complete", completeAsync(keys, token, outcome, now, retention));
   }
 
   /**
@@ -231,17 +325,12 @@ public final class RedisEngine implements AutoCloseable {
     if (completions.isEmpty()) {
       return Set.of();
     }
-    byte[] at = number(Micros.of(now));
-    byte[] expiresAt = number(Micros.of(now.plus(retention)));
     List<byte[][]> keys = new ArrayList<>(completions.size());
     List<CompletableFuture<Long>> replies = new ArrayList<>(completions.size());
     for (Completion c : completions) {
-      byte[][] k = layout.keys(c.key());
-      Outcome outcome = c.outcome();
+      byte[][] k = {layout.record(c.key())};
       keys.add(k);
-      replies.add(run(Script.COMPLETE, ScriptOutputType.INTEGER, k, number(c.token()), at,
-          expiresAt, ascii(outcome.kind().name()), utf8(outcome.mediaType()), outcome.body(),
-          MARGIN));
+      replies.add(completeAsync(k, c.token(), c.outcome(), now, retention));
     }
     long deadline = deadline();
     Set<IdempotencyKey> lost = new LinkedHashSet<>();
@@ -260,12 +349,23 @@ public final class RedisEngine implements AutoCloseable {
     return lost;
   }
 
+  /**
+   * The COMPLETE script with the record's new tail and Redis's expiry computed here, so that the
+   * script only checks status and token and joins two strings (see {@link RecordFormat}).
+   */
+  private CompletableFuture<Long> completeAsync(byte[][] keys, long token, Outcome outcome,
+      Instant now, Duration retention) {
+    Instant expiresAt = now.plus(retention);
+    return run(Script.COMPLETE, ScriptOutputType.INTEGER, keys, number(token),
+        RecordFormat.tail(now, expiresAt, outcome), number(Math.max(1, ttlMillis(expiresAt, now))));
+  }
+
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(error, "error");
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(retention, "retention");
-    byte[][] keys = layout.keys(key);
+    byte[][] keys = {layout.record(key)};
     write(key, token, keys, "fail", run(Script.FAIL, ScriptOutputType.INTEGER, keys,
         number(token), number(Micros.of(now)), number(Micros.of(now.plus(retention))),
         utf8(error), MARGIN));
@@ -276,7 +376,7 @@ public final class RedisEngine implements AutoCloseable {
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(lease, "lease");
     long leaseUntil = Micros.of(now.plus(lease));
-    byte[][] keys = layout.keys(key);
+    byte[][] keys = {layout.record(key)};
     write(key, token, keys, "extend", run(Script.EXTEND, ScriptOutputType.INTEGER, keys,
         number(token), number(Micros.of(now)), number(leaseUntil), MARGIN));
     return Micros.toInstant(leaseUntil);
@@ -290,10 +390,10 @@ public final class RedisEngine implements AutoCloseable {
       throw new PayloadTooLargeException("checkpoint " + checkpoint.name() + " of " + key,
           checkpoint.size(), maxPayloadBytes);
     }
-    byte[][] keys = layout.keys(key);
+    byte[][] keys = {layout.record(key)};
     write(key, token, keys, "checkpoint", run(Script.CHECKPOINT, ScriptOutputType.INTEGER,
-        new byte[][] {keys[0]}, number(token), number(Micros.of(now)), utf8(checkpoint.name()),
-        checkpoint.data()));
+        keys, number(token), number(Micros.of(now)), utf8(checkpoint.name()), checkpoint.data(),
+        MARGIN));
   }
 
   private void write(IdempotencyKey key, long token, byte[][] keys, String what,
@@ -310,92 +410,95 @@ public final class RedisEngine implements AutoCloseable {
 
   public Optional<IdempotencyRecord> find(IdempotencyKey key) {
     Objects.requireNonNull(key, "key");
-    List<KeyValue<byte[], byte[]>> values = await(
-        redis.commands().hmget(layout.keys(key)[0], FIELDS).toCompletableFuture(), deadline(),
-        "find of " + key);
-    byte[][] v = new byte[FIELDS.length][];
-    for (int i = 0; i < v.length; i++) {
-      KeyValue<byte[], byte[]> kv = values.get(i);
-      v[i] = kv.hasValue() ? kv.getValue() : null;
-    }
-    if (v[0] == null) {
-      return Optional.empty();
-    }
-    Status status = Status.valueOf(text(v[0]));
-    Checkpoint checkpoint = v[5] == null ? null
-        : Checkpoint.of(text(v[5]), v[6] == null ? new byte[0] : v[6]);
-    Outcome outcome = v[7] == null ? null
-        : Outcome.of(Outcome.Kind.valueOf(text(v[7])), text(v[8]), v[9] == null ? new byte[0] : v[9]);
-    return Optional.of(new IdempotencyRecord(key, status, Fingerprint.fromDigest(v[1]),
-        number(v[2]), Micros.toInstant(number(v[3])), (int) number(v[4]), checkpoint,
-        status == Status.COMPLETED ? outcome : null, v[10] == null ? null : text(v[10]),
-        Micros.toInstant(number(v[11])), Micros.toInstant(number(v[12])),
-        Micros.toInstant(number(v[13]))));
+    byte[] value = await(redis.commands().get(layout.record(key)).toCompletableFuture(),
+        deadline(), "find of " + key);
+    return value == null ? Optional.empty() : Optional.of(RecordFormat.decode(key, value));
   }
 
   public int purgeExpired(Instant now, int limit) {
-    return sweep(Script.PURGE, now, limit, true);
+    return sweep(now, limit, true);
   }
 
   public int reapExpiredLeases(Instant now, int limit) {
-    return sweep(Script.REAP, now, limit, false);
+    return sweep(now, limit, false);
   }
 
   /**
-   * Purge or reap over every bucket: count the due entries of each bucket's index (pipelined), then
-   * run the bucket script on the buckets that have some, with limits that add up to at most
-   * {@code limit}. Index entries of records Redis already expired are dropped on the way and do
-   * not count, so a round may do less than it counted; another round follows.
+   * Purge or reap: {@code SCAN} the records of this prefix (in a cluster, master by master), read
+   * each page's records (pipelined), and delete the expired ones, or turn the IN_PROGRESS ones whose
+   * lease passed into FAILED, each by {@link Script#SWAP}, so that a record changed since it was
+   * read is left alone. Costs a walk over the keyspace: Redis's own key expiry is what collects
+   * records in production; these are for a caller's clock ahead of Redis's, and for dashboards.
    */
-  private int sweep(Script script, Instant now, int limit, boolean purge) {
+  private int sweep(Instant now, int limit, boolean purge) {
     Objects.requireNonNull(now, "now");
     if (limit <= 0) {
       throw new IllegalArgumentException("limit must be positive, was " + limit);
     }
     String what = purge ? "purge of expired records" : "reap of expired leases";
-    long nowMicros = Micros.of(now);
-    byte[] nowText = number(nowMicros);
-    Range<Long> due = Range.from(Range.Boundary.unbounded(), Range.Boundary.including(nowMicros));
+    ScanArgs args = ScanArgs.Builder.matches(layout.pattern()).limit(SCAN_PAGE);
     int done = 0;
-    for (int round = 0; round < MAX_ROUNDS && done < limit; round++) {
-      List<CompletableFuture<Long>> counts = new ArrayList<>(KeyLayout.BUCKETS);
-      for (int b = 0; b < KeyLayout.BUCKETS; b++) {
-        byte[] index = purge ? layout.expiryIndex(b) : layout.leaseIndex(b);
-        counts.add(redis.commands().zcount(index, due).toCompletableFuture());
+    KeyScanCursor<byte[]> page = null;
+    while (done < limit && (page == null || !page.isFinished())) {
+      page = await(page == null ? redis.commands().scan(args).toCompletableFuture()
+          : redis.commands().scan(page, args).toCompletableFuture(), deadline(), what);
+      List<byte[]> keys = page.getKeys();
+      List<CompletableFuture<byte[]>> values = new ArrayList<>(keys.size());
+      for (byte[] key : keys) {
+        values.add(redis.commands().get(key).toCompletableFuture());
       }
       long deadline = deadline();
-      List<Integer> buckets = new ArrayList<>();
-      List<CompletableFuture<Long>> results = new ArrayList<>();
-      int planned = 0;
-      for (int b = 0; b < KeyLayout.BUCKETS; b++) {
-        long count = await(counts.get(b), deadline, what);
-        if (count > 0 && planned < limit - done) {
-          int share = (int) Math.min(count, limit - done - planned);
-          planned += share;
-          byte[][] keys = purge
-              ? new byte[][] {layout.expiryIndex(b), layout.leaseIndex(b)}
-              : new byte[][] {layout.leaseIndex(b)};
-          buckets.add(b);
-          results.add(run(script, ScriptOutputType.INTEGER, keys, nowText, number(share)));
+      List<byte[]> due = new ArrayList<>();
+      List<byte[]> read = new ArrayList<>();
+      List<byte[]> next = new ArrayList<>();
+      for (int i = 0; i < keys.size(); i++) {
+        byte[] value = await(values.get(i), deadline, what);
+        IdempotencyRecord record = value == null ? null : readable(keys.get(i), value);
+        if (record == null) {
+          continue; // gone since the SCAN, or not ours: a value that is not a record is left alone
+        }
+        if (purge && record.isExpired(now)) {
+          due.add(keys.get(i));
+          read.add(value);
+          next.add(null);
+        } else if (!purge && record.status() == Status.IN_PROGRESS && !record.isLeaseLive(now)) {
+          due.add(keys.get(i));
+          read.add(value);
+          next.add(RecordFormat.encode(new IdempotencyRecord(record.key(), Status.FAILED,
+              record.fingerprint(), record.token(), record.leaseUntil(), record.attempts(),
+              record.checkpoint(), null, "lease expired", record.createdAt(), now,
+              record.expiresAt())));
         }
       }
-      if (buckets.isEmpty()) {
-        break;
-      }
-      deadline = deadline();
-      int roundDone = 0;
-      for (CompletableFuture<Long> result : results) {
-        roundDone += (int) (long) await(result, deadline, what);
-      }
-      done += roundDone;
-      if (roundDone == planned) {
-        // Everything counted was real: unless the limit stopped us, nothing due is left.
-        if (done < limit) {
-          break;
+      for (int from = 0; from < due.size() && done < limit; ) {
+        int to = Math.min(due.size(), from + limit - done);
+        List<CompletableFuture<List<Object>>> swaps = new ArrayList<>(to - from);
+        for (int i = from; i < to; i++) {
+          swaps.add(swapAsync(due.get(i), read.get(i), next.get(i), 0));
         }
+        deadline = deadline();
+        for (CompletableFuture<List<Object>> swap : swaps) {
+          if (number(await(swap, deadline, what).get(0)) == 1L) {
+            done++;
+          }
+        }
+        from = to;
       }
     }
     return done;
+  }
+
+  /** The record at {@code key}, or null when the value is not one (left alone by maintenance). */
+  private IdempotencyRecord readable(byte[] key, byte[] value) {
+    IdempotencyKey idempotencyKey = layout.idempotencyKey(key);
+    if (idempotencyKey == null) {
+      return null;
+    }
+    try {
+      return RecordFormat.decode(idempotencyKey, value);
+    } catch (IllegalStateException notARecord) {
+      return null;
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -499,18 +602,6 @@ public final class RedisEngine implements AutoCloseable {
       return new byte[0];
     }
     return (byte[]) reply;
-  }
-
-  private static byte[] ascii(String s) {
-    return s.getBytes(StandardCharsets.US_ASCII);
-  }
-
-  private static byte[][] ascii(String... s) {
-    byte[][] out = new byte[s.length][];
-    for (int i = 0; i < s.length; i++) {
-      out[i] = ascii(s[i]);
-    }
-    return out;
   }
 
   private static byte[] utf8(String s) {

@@ -1,0 +1,212 @@
+package dev.once.redis.internal;
+
+import dev.once.Checkpoint;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+
+/**
+ * A record as one Redis string, so that a claim can be the native {@code SET key record NX GET PX}:
+ * it creates a new record or answers the current one in one command, no script. The Lua scripts
+ * change the same bytes ({@code record.lua}).
+ *
+ * <pre>
+ * head: 1 S token lease_until attempts created_at |cn| |cd| |le|\n fingerprint checkpoint_name checkpoint_data last_error
+ * tail: updated_at expires_at |ok| |ot| |ob|\n outcome_kind outcome_type outcome_body
+ * </pre>
+ *
+ * The format version {@code 1}, the status letter ({@code I}, {@code C}, {@code F}), then
+ * fixed-width decimals separated by single spaces: token, times (epoch microseconds,
+ * {@link Micros}) and attempts in 16 digits, byte lengths in 10. Fixed widths let a script find a
+ * field by its offset instead of parsing. The tail holds what a completion writes, so the
+ * completion script only checks status and token and appends the tail the caller built: Redis
+ * runs scripts on its one thread, and string work in Lua is what a script costs most. An empty
+ * checkpoint name means no checkpoint (names are never empty), an empty outcome kind no outcome,
+ * an empty last error none.
+ */
+public final class RecordFormat {
+
+  /** Offset of the first byte after the head's fixed part (the fingerprint's), 0-based. */
+  private static final int FINGERPRINT_AT = 105;
+  private static final int DIGEST = 32;
+  /** The fixed part of a tail: two 16-digit and three 10-digit decimals, spaces, newline. */
+  private static final int TAIL_FIXED = 67;
+
+  private RecordFormat() {}
+
+  /** The record's bytes. */
+  public static byte[] encode(IdempotencyRecord r) {
+    byte[] checkpointName = r.checkpoint() == null ? new byte[0] : utf8(r.checkpoint().name());
+    byte[] checkpointData = r.checkpoint() == null ? new byte[0] : r.checkpoint().data();
+    byte[] error = r.lastError() == null ? new byte[0] : utf8(r.lastError());
+    StringBuilder head = new StringBuilder(FINGERPRINT_AT).append("1 ").append(letter(r.status()));
+    digits(head, r.token(), 16);
+    digits(head, Micros.of(r.leaseUntil()), 16);
+    digits(head, r.attempts(), 16);
+    digits(head, Micros.of(r.createdAt()), 16);
+    digits(head, checkpointName.length, 10);
+    digits(head, checkpointData.length, 10);
+    digits(head, error.length, 10);
+    byte[] tail = tail(r.updatedAt(), r.expiresAt(), r.outcome());
+    ByteArrayOutputStream out = new ByteArrayOutputStream(FINGERPRINT_AT + DIGEST
+        + checkpointName.length + checkpointData.length + error.length + tail.length);
+    out.writeBytes(ascii(head.append('\n').toString()));
+    out.writeBytes(r.fingerprint().digest());
+    out.writeBytes(checkpointName);
+    out.writeBytes(checkpointData);
+    out.writeBytes(error);
+    out.writeBytes(tail);
+    return out.toByteArray();
+  }
+
+  /** A record's tail: what a completion (or any transition) sets last. */
+  public static byte[] tail(Instant updatedAt, Instant expiresAt, Outcome outcome) {
+    byte[] kind = outcome == null ? new byte[0] : ascii(outcome.kind().name());
+    byte[] type = outcome == null ? new byte[0] : utf8(outcome.mediaType());
+    byte[] body = outcome == null ? new byte[0] : outcome.body();
+    StringBuilder fixed = new StringBuilder(TAIL_FIXED);
+    digits(fixed, Micros.of(updatedAt), 16);
+    digits(fixed, Micros.of(expiresAt), 16);
+    digits(fixed, kind.length, 10);
+    digits(fixed, type.length, 10);
+    digits(fixed, body.length, 10);
+    fixed.deleteCharAt(0).append('\n'); // digits() put a space before the first field too
+    ByteArrayOutputStream out = new ByteArrayOutputStream(TAIL_FIXED + kind.length + type.length
+        + body.length);
+    out.writeBytes(ascii(fixed.toString()));
+    out.writeBytes(kind);
+    out.writeBytes(type);
+    out.writeBytes(body);
+    return out.toByteArray();
+  }
+
+  /**
+   * The record stored for {@code key}.
+   *
+   * @throws IllegalStateException if {@code value} is not a record in this format (another
+   *     program's value under the store's prefix, or a record of a later format)
+   */
+  public static IdempotencyRecord decode(IdempotencyKey key, byte[] value) {
+    try {
+      if (value.length < FINGERPRINT_AT + DIGEST + TAIL_FIXED || value[0] != '1' || value[1] != ' '
+          || value[FINGERPRINT_AT - 1] != '\n') {
+        throw notARecord(key, null);
+      }
+      Status status = status(value[2], key);
+      long token = number(value, 4, 16, key);
+      long leaseUntil = number(value, 21, 16, key);
+      long attempts = number(value, 38, 16, key);
+      long createdAt = number(value, 55, 16, key);
+      int at = FINGERPRINT_AT;
+      byte[] digest = slice(value, at, DIGEST);
+      at += DIGEST;
+      byte[] checkpointName = slice(value, at, (int) number(value, 72, 10, key));
+      at += checkpointName.length;
+      byte[] checkpointData = slice(value, at, (int) number(value, 83, 10, key));
+      at += checkpointData.length;
+      byte[] error = slice(value, at, (int) number(value, 94, 10, key));
+      at += error.length;
+      int tail = at;
+      if (value.length < tail + TAIL_FIXED || value[tail + TAIL_FIXED - 1] != '\n') {
+        throw notARecord(key, null);
+      }
+      long updatedAt = number(value, tail, 16, key);
+      long expiresAt = number(value, tail + 17, 16, key);
+      at = tail + TAIL_FIXED;
+      byte[] kind = slice(value, at, (int) number(value, tail + 34, 10, key));
+      at += kind.length;
+      byte[] type = slice(value, at, (int) number(value, tail + 45, 10, key));
+      at += type.length;
+      byte[] body = slice(value, at, (int) number(value, tail + 56, 10, key));
+      at += body.length;
+      if (at != value.length) {
+        throw notARecord(key, null);
+      }
+      Checkpoint checkpoint = checkpointName.length == 0 ? null
+          : Checkpoint.of(text(checkpointName), checkpointData);
+      Outcome outcome = kind.length == 0 ? null
+          : Outcome.of(Outcome.Kind.valueOf(text(kind)), text(type), body);
+      return new IdempotencyRecord(key, status, Fingerprint.fromDigest(digest), token,
+          Micros.toInstant(leaseUntil), Math.toIntExact(attempts), checkpoint,
+          status == Status.COMPLETED ? outcome : null, error.length == 0 ? null : text(error),
+          Micros.toInstant(createdAt), Micros.toInstant(updatedAt), Micros.toInstant(expiresAt));
+    } catch (IndexOutOfBoundsException | IllegalArgumentException | ArithmeticException e) {
+      throw notARecord(key, e);
+    }
+  }
+
+  private static IllegalStateException notARecord(IdempotencyKey key, Throwable cause) {
+    return new IllegalStateException("the Redis value of " + key + " is not a record of Once"
+        + " (format 1): another program writes under the store's key prefix, or a later version"
+        + " of Once wrote it", cause);
+  }
+
+  /** Appends a space and {@code value} in {@code width} zero-padded digits. */
+  private static void digits(StringBuilder out, long value, int width) {
+    String text = Long.toString(value);
+    if (value < 0 || text.length() > width) {
+      throw new IllegalArgumentException(value + " does not fit " + width + " digits");
+    }
+    out.append(' ');
+    for (int i = text.length(); i < width; i++) {
+      out.append('0');
+    }
+    out.append(text);
+  }
+
+  /** The decimal of {@code width} digits at {@code at}. */
+  private static long number(byte[] value, int at, int width, IdempotencyKey key) {
+    long n = 0;
+    for (int i = at; i < at + width; i++) {
+      int digit = value[i] - '0';
+      if (digit < 0 || digit > 9) {
+        throw notARecord(key, null);
+      }
+      n = n * 10 + digit;
+    }
+    return n;
+  }
+
+  private static byte[] slice(byte[] value, int at, int length) {
+    if (length < 0 || at + length > value.length) {
+      throw new IndexOutOfBoundsException(at + length);
+    }
+    byte[] out = new byte[length];
+    System.arraycopy(value, at, out, 0, length);
+    return out;
+  }
+
+  private static char letter(Status status) {
+    return switch (status) {
+      case IN_PROGRESS -> 'I';
+      case COMPLETED -> 'C';
+      case FAILED -> 'F';
+    };
+  }
+
+  private static Status status(byte letter, IdempotencyKey key) {
+    return switch (letter) {
+      case 'I' -> Status.IN_PROGRESS;
+      case 'C' -> Status.COMPLETED;
+      case 'F' -> Status.FAILED;
+      default -> throw notARecord(key, null);
+    };
+  }
+
+  private static String text(byte[] b) {
+    return new String(b, StandardCharsets.UTF_8);
+  }
+
+  private static byte[] utf8(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static byte[] ascii(String s) {
+    return s.getBytes(StandardCharsets.US_ASCII);
+  }
+}
