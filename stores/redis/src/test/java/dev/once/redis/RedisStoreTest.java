@@ -80,12 +80,29 @@ class RedisStoreTest {
     long token = ((Claim.Acquired) store.claim(request(key))).token();
 
     assertThat(keysOfThisStore()).containsExactly(recordKey(key));
-    assertThat(recordKey(key)).isEqualTo(prefix + "r:payments.charge acme order {17} 42");
+    assertThat(recordKey(key)).isEqualTo(prefix + " payments.charge acme order {17} 42");
     assertThat(SERVER.call("TYPE", recordKey(key))).isEqualTo("string");
     assertThat((String) SERVER.call("GET", recordKey(key)))
         .startsWith(String.format("1 I %016d %016d ", token, Micros.of(clock.instant().plus(LEASE))));
     assertThat(new KeyLayout(prefix).idempotencyKey(recordKey(key).getBytes(StandardCharsets.US_ASCII)))
         .isEqualTo(key);
+  }
+
+  @Test
+  void storesWhosePrefixesNestShareNothing() {
+    IdempotencyKey key = IdempotencyKey.of("eu:payments", "k");
+    try (RedisStore nested = RedisStore.builder(RedisServers.Standalone.CLIENT)
+        .keyPrefix(prefix + "r:").build()) {
+      store.claim(request(key));
+      nested.claim(request(IdempotencyKey.of("payments", "k")));
+      clock.advance(RETENTION);
+
+      assertThat(store.reapExpiredLeases(clock.instant(), 100)).isEqualTo(1);
+      assertThat(store.purgeExpired(clock.instant(), 100)).isEqualTo(1);
+      assertThat(nested.find(IdempotencyKey.of("payments", "k"))).get()
+          .extracting(r -> r.status()).isEqualTo(Status.IN_PROGRESS);
+      assertThat(nested.purgeExpired(clock.instant(), 100)).isEqualTo(1);
+    }
   }
 
   @Test

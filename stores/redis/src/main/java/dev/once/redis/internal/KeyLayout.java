@@ -7,11 +7,12 @@ import java.nio.charset.StandardCharsets;
  * Where records live: one string key a record ({@link RecordFormat}), nothing else.
  *
  * <pre>
- * {prefix}r:{scope} {tenant} {key}
+ * {prefix} {scope} {tenant} {key}
  * </pre>
  *
- * Scope and tenant never contain a space, so the spaces separate the parts unambiguously (the key
- * may contain spaces). Each record is alone in its transitions, so any slot will do: a brace pair
+ * Prefix, scope and tenant never contain a space, so the spaces separate the parts unambiguously
+ * (the key may contain spaces), and the records of two stores never mix, even when one prefix
+ * starts with the other ({@code once:} and {@code once:eu:}). Each record is alone in its transitions, so any slot will do: a brace pair
  * in an idempotency key acts as a Redis Cluster hash tag, which is harmless. Purge and reap find
  * the records with {@code SCAN} over {@link #pattern()}.
  */
@@ -25,7 +26,7 @@ public final class KeyLayout {
 
   /** The record's key. */
   public byte[] record(IdempotencyKey key) {
-    return ascii(prefix + "r:" + key.scope() + ' ' + key.tenant() + ' ' + key.key());
+    return ascii(prefix + ' ' + key.scope() + ' ' + key.tenant() + ' ' + key.key());
   }
 
   /**
@@ -34,7 +35,7 @@ public final class KeyLayout {
    */
   public IdempotencyKey idempotencyKey(byte[] redisKey) {
     String name = new String(redisKey, StandardCharsets.US_ASCII);
-    String head = prefix + "r:";
+    String head = prefix + ' ';
     if (!name.startsWith(head)) {
       return null;
     }
@@ -58,7 +59,7 @@ public final class KeyLayout {
       }
       glob.append(c);
     }
-    return ascii(glob.append("r:*").toString());
+    return ascii(glob.append(" *").toString());
   }
 
   private static byte[] ascii(String s) {
