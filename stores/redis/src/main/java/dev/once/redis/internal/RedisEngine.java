@@ -41,13 +41,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The store's operations: each transition is one Lua script (one round trip, atomic on the
- * record's slot), called by {@code EVALSHA}; every wait is bounded by the command timeout.
+ * The store's operations on records in {@link RecordFormat}: a claim is {@code SET … NX GET} (plus
+ * a compare-and-set script when the record must change), every write under the token one Lua
+ * script called by {@code EVALSHA}; every wait is bounded by the command timeout.
  */
 public final class RedisEngine implements AutoCloseable {
 
   /**
-   * How much longer than its logical expiry Redis keeps a record (relative {@code PEXPIRE}). The
+   * How much longer than its logical expiry Redis keeps a record (a relative {@code PX}). The
    * store decides expiry with the caller's clock; Redis's own expiry only collects garbage, late
    * enough that a caller whose clock runs behind never finds a live record gone.
    */
