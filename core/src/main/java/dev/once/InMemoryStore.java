@@ -125,13 +125,9 @@ public final class InMemoryStore implements IdempotencyStore {
         break;
       }
       IdempotencyRecord r = e.getValue();
-      if (r.status() == Status.IN_PROGRESS && !r.isLeaseLive(now)) {
-        IdempotencyRecord reapedRecord = new IdempotencyRecord(r.key(), Status.FAILED,
-            r.fingerprint(), r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null,
-            "lease expired", r.createdAt(), now, r.expiresAt());
-        if (records.replace(e.getKey(), r, reapedRecord)) {
-          reaped++;
-        }
+      IdempotencyRecord reapedRecord = ClaimRules.reaped(r, now);
+      if (reapedRecord != null && records.replace(e.getKey(), r, reapedRecord)) {
+        reaped++;
       }
     }
     return reaped;

@@ -60,6 +60,20 @@ public final class ClaimRules {
   }
 
   /**
+   * What {@link IdempotencyStore#reapExpiredLeases} leaves of {@code current} at {@code now}: FAILED
+   * ("lease expired") with token, checkpoint and expiry kept, when it is IN_PROGRESS and its lease
+   * has passed; null when there is nothing to reap.
+   */
+  public static IdempotencyRecord reaped(IdempotencyRecord current, Instant now) {
+    if (current.status() != Status.IN_PROGRESS || current.isLeaseLive(now)) {
+      return null;
+    }
+    return new IdempotencyRecord(current.key(), Status.FAILED, current.fingerprint(),
+        current.token(), current.leaseUntil(), current.attempts(), current.checkpoint(), null,
+        "lease expired", current.createdAt(), now, current.expiresAt());
+  }
+
+  /**
    * The token of a key's first claim: the claim time in epoch milliseconds (at least 1). Tokens of
    * a record grow by one per claim, so a record purged and created again starts far above any
    * token of its predecessor (which could only get there by more claims than milliseconds of

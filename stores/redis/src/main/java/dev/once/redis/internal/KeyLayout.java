@@ -12,9 +12,10 @@ import java.nio.charset.StandardCharsets;
  *
  * Prefix, scope and tenant never contain a space, so the spaces separate the parts unambiguously
  * (the key may contain spaces), and the records of two stores never mix, even when one prefix
- * starts with the other ({@code once:} and {@code once:eu:}). Each record is alone in its transitions, so any slot will do: a brace pair
- * in an idempotency key acts as a Redis Cluster hash tag, which is harmless. Purge and reap find
- * the records with {@code SCAN} over {@link #pattern()}.
+ * starts with the other ({@code once:} and {@code once:eu:}). Each record is alone in its
+ * transitions, so any slot will do: a brace pair in an idempotency key acts as a Redis Cluster
+ * hash tag, which is harmless. Purge and reap find the records with {@code SCAN} over
+ * {@link #pattern()}.
  */
 public final class KeyLayout {
 

@@ -12,7 +12,6 @@ import dev.once.spi.ClaimRules;
 import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
-import dev.once.spi.Status;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
@@ -449,9 +448,7 @@ public final class RedisEngine implements AutoCloseable {
         values.add(redis.commands().get(key).toCompletableFuture());
       }
       long deadline = deadline();
-      List<byte[]> due = new ArrayList<>();
-      List<byte[]> read = new ArrayList<>();
-      List<byte[]> next = new ArrayList<>();
+      List<Change> due = new ArrayList<>();
       for (int i = 0; i < keys.size(); i++) {
         byte[] value = await(values.get(i), deadline, what);
         IdempotencyRecord record = value == null ? null : readable(keys.get(i), value);
@@ -459,23 +456,19 @@ public final class RedisEngine implements AutoCloseable {
           continue; // gone since the SCAN, or not ours: a value that is not a record is left alone
         }
         if (purge && record.isExpired(now)) {
-          due.add(keys.get(i));
-          read.add(value);
-          next.add(null);
-        } else if (!purge && record.status() == Status.IN_PROGRESS && !record.isLeaseLive(now)) {
-          due.add(keys.get(i));
-          read.add(value);
-          next.add(RecordFormat.encode(new IdempotencyRecord(record.key(), Status.FAILED,
-              record.fingerprint(), record.token(), record.leaseUntil(), record.attempts(),
-              record.checkpoint(), null, "lease expired", record.createdAt(), now,
-              record.expiresAt())));
+          due.add(new Change(keys.get(i), value, null));
+        } else if (!purge) {
+          IdempotencyRecord reaped = ClaimRules.reaped(record, now);
+          if (reaped != null) {
+            due.add(new Change(keys.get(i), value, RecordFormat.encode(reaped)));
+          }
         }
       }
       for (int from = 0; from < due.size() && done < limit; ) {
         int to = Math.min(due.size(), from + limit - done);
         List<CompletableFuture<List<Object>>> swaps = new ArrayList<>(to - from);
-        for (int i = from; i < to; i++) {
-          swaps.add(swapAsync(due.get(i), read.get(i), next.get(i), 0));
+        for (Change change : due.subList(from, to)) {
+          swaps.add(swapAsync(change.key(), change.read(), change.next(), 0));
         }
         deadline = deadline();
         for (CompletableFuture<List<Object>> swap : swaps) {
@@ -488,6 +481,9 @@ public final class RedisEngine implements AutoCloseable {
     }
     return done;
   }
+
+  /** A due record of a sweep: its key, the value read, what replaces it (null: delete). */
+  private record Change(byte[] key, byte[] read, byte[] next) {}
 
   /** The record at {@code key}, or null when the value is not one (left alone by maintenance). */
   private IdempotencyRecord readable(byte[] key, byte[] value) {
