@@ -57,8 +57,15 @@ public final class FailurePolicy {
     return !terminal.isEmpty();
   }
 
-  /** Whether {@code failure} is terminal. */
+  /**
+   * Whether {@code failure} is terminal. {@link StepFailedException} (a step's journaled terminal
+   * failure) and {@link OutcomeNotStoredException} (a result that will never be available) always
+   * are: running the work again could not end otherwise.
+   */
   public boolean isTerminal(Throwable failure) {
+    if (failure instanceof StepFailedException || failure instanceof OutcomeNotStoredException) {
+      return true;
+    }
     for (Predicate<Throwable> rule : terminal) {
       if (rule.test(failure)) {
         return true;

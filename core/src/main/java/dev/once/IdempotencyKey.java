@@ -89,10 +89,13 @@ public record IdempotencyKey(String scope, String tenant, String key) {
     }
   }
 
-  /** {@code scope/tenant/key}, for logs and messages. */
+  /**
+   * For logs and messages: {@code scope/key}, or {@code scope[tenant]/key} when there is a tenant
+   * (an empty tenant used to show as {@code scope//key}).
+   */
   @Override
   public String toString() {
-    return scope + "/" + tenant + "/" + key;
+    return tenant.isEmpty() ? scope + "/" + key : scope + "[" + tenant + "]/" + key;
   }
 
   /** Over the three parts; spelled out so the record stays cheap to hash. */

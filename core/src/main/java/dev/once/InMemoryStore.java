@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
 
 /**
@@ -54,6 +55,9 @@ public final class InMemoryStore implements IdempotencyStore {
     if (current.status() == Status.COMPLETED) {
       return new Claim.Replay(current.outcome(), current.token());
     }
+    if (ClaimRules.isOwnLiveClaim(current, request)) {
+      return ClaimRules.resentAnswer(current);
+    }
     if (current.isLeaseLive(request.now())) {
       return new Claim.InProgress(current.leaseUntil());
     }
@@ -65,26 +69,28 @@ public final class InMemoryStore implements IdempotencyStore {
       Duration retention) {
     Objects.requireNonNull(outcome, "outcome");
     Instant expiresAt = now.plus(retention);
-    update(key, token, r -> new IdempotencyRecord(r.key(), Status.COMPLETED, r.fingerprint(),
-        r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), outcome, r.lastError(),
-        r.createdAt(), now, expiresAt));
+    update(key, token, r -> r.isCompletedAs(token, outcome),
+        r -> new IdempotencyRecord(r.key(), Status.COMPLETED, r.fingerprint(),
+            r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), outcome, r.lastError(),
+            r.createdAt(), now, expiresAt, r.claimId()));
   }
 
   @Override
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     Objects.requireNonNull(error, "error");
     Instant expiresAt = now.plus(retention);
-    update(key, token, r -> new IdempotencyRecord(r.key(), Status.FAILED, r.fingerprint(),
-        r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null, error, r.createdAt(), now,
-        later(expiresAt, r.leaseUntil())));
+    update(key, token, r -> r.isFailedAs(token, error),
+        r -> new IdempotencyRecord(r.key(), Status.FAILED, r.fingerprint(),
+            r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null, error, r.createdAt(),
+            now, later(expiresAt, r.leaseUntil()), r.claimId()));
   }
 
   @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     Instant leaseUntil = now.plus(lease);
-    update(key, token, r -> new IdempotencyRecord(r.key(), r.status(), r.fingerprint(),
-        r.token(), leaseUntil, r.attempts(), r.checkpoint(), r.outcome(), r.lastError(),
-        r.createdAt(), now, later(r.expiresAt(), leaseUntil)));
+    update(key, token, r -> false, r -> new IdempotencyRecord(r.key(), r.status(),
+        r.fingerprint(), r.token(), leaseUntil, r.attempts(), r.checkpoint(), r.outcome(),
+        r.lastError(), r.createdAt(), now, later(r.expiresAt(), leaseUntil), r.claimId()));
     return leaseUntil;
   }
 
@@ -92,9 +98,9 @@ public final class InMemoryStore implements IdempotencyStore {
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint,
       Instant now) {
     Objects.requireNonNull(checkpoint, "checkpoint");
-    update(key, token, r -> new IdempotencyRecord(r.key(), r.status(), r.fingerprint(),
-        r.token(), r.leaseUntil(), r.attempts(), checkpoint, r.outcome(), r.lastError(),
-        r.createdAt(), now, r.expiresAt()));
+    update(key, token, r -> false, r -> new IdempotencyRecord(r.key(), r.status(),
+        r.fingerprint(), r.token(), r.leaseUntil(), r.attempts(), checkpoint, r.outcome(),
+        r.lastError(), r.createdAt(), now, r.expiresAt(), r.claimId()));
   }
 
   @Override
@@ -143,13 +149,21 @@ public final class InMemoryStore implements IdempotencyStore {
     records.clear();
   }
 
-  private void update(IdempotencyKey key, long token, UnaryOperator<IdempotencyRecord> change) {
+  /**
+   * Applies {@code change} to the record IN_PROGRESS under {@code token}; leaves a record that
+   * {@code alreadyDone} says this write already made (a re-sent write) as it is; else refuses.
+   */
+  private void update(IdempotencyKey key, long token, Predicate<IdempotencyRecord> alreadyDone,
+      UnaryOperator<IdempotencyRecord> change) {
     Objects.requireNonNull(key, "key");
     records.compute(key, (k, current) -> {
-      if (current == null || current.status() != Status.IN_PROGRESS || current.token() != token) {
-        throw new LeaseLostException(key, token);
+      if (current != null && current.status() == Status.IN_PROGRESS && current.token() == token) {
+        return change.apply(current);
       }
-      return change.apply(current);
+      if (current != null && alreadyDone.test(current)) {
+        return current;
+      }
+      throw new LeaseLostException(key, token);
     });
   }
 

@@ -43,8 +43,18 @@ public final class Once {
    * @throws KeyReusedException         the key was used with another fingerprint
    * @throws RequestInProgressException the original is still running (after waiting, if configured)
    * @throws ReplayedFailureException   the original failed terminally
+   * @throws OutcomeNotStoredException  the original ran and succeeded, but its value could not be
+   *                                    stored (too large for the payload bound, or the codec
+   *                                    threw); it is not run again. The caller that ran the work
+   *                                    gets the value: a value that cannot be stored never
+   *                                    makes the work run twice
    * @throws LeaseLostException         another worker took over before this one finished
-   * @throws StoreUnavailableException  the store failed; nothing was recorded as an outcome
+   * @throws StoreUnavailableException  the claim failed: the work did not run
+   * @throws OutcomeUnknownException    the work ran, but storing its outcome failed (tried three
+   *                                    times): whether it was stored is unknown. Do not
+   *                                    compensate; retry the key (a replay if it was stored,
+   *                                    else a re-run once the lease passes). A subclass of
+   *                                    {@link StoreUnavailableException}
    */
   public <T, X extends Exception> T execute(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, Work<T, X> work) throws X {
@@ -54,10 +64,13 @@ public final class Once {
   /** As {@link #execute}, also telling whether the value was replayed, and the fencing token. */
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, Work<T, X> work) throws X {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(fingerprint, "fingerprint");
-    Objects.requireNonNull(codec, "codec");
-    Objects.requireNonNull(work, "work");
+    Objects.requireNonNull(key, "key is null: pass IdempotencyKey.of(scope, the client's key)");
+    Objects.requireNonNull(fingerprint, "fingerprint is null: pass Fingerprint.of(the request's"
+        + " body), so a key reused for another request is refused, or Fingerprint.of(\"\") when"
+        + " a key always names the same request");
+    Objects.requireNonNull(codec, "codec is null: pass how the outcome is stored, e.g."
+        + " Codecs.utf8() or JsonCodec.of(Type.class) from once-jackson");
+    Objects.requireNonNull(work, "work is null: pass the logic to run once");
     return execution.call(key, fingerprint, codec, work);
   }
 
@@ -73,6 +86,26 @@ public final class Once {
       action.run(attempt);
       return null;
     }).replayed();
+  }
+
+  /**
+   * A builder holding every setting of this instance, to build a variant of it (another failure
+   * policy, listener or lease) without copying the settings one by one, so a setting added later
+   * is carried over too.
+   */
+  public Builder toBuilder() {
+    Builder builder = new Builder(config.store());
+    builder.lease = config.lease();
+    builder.retention = config.retention();
+    builder.inProgress = config.inProgress();
+    builder.failurePolicy = config.failurePolicy();
+    builder.maxPayloadBytes = config.maxPayloadBytes();
+    builder.clock = config.clock();
+    builder.sleeper = config.sleeper();
+    builder.listener = config.listener();
+    builder.heartbeat = config.heartbeat();
+    builder.clockSkewMargin = config.clockSkewMargin();
+    return builder;
   }
 
   /** The settings this instance was built with. */
@@ -108,10 +141,29 @@ public final class Once {
    * @param sleeper         how a waiting duplicate pauses
    * @param listener        who observes
    * @param heartbeat       runs lease heartbeats, or null for none
+   * @param clockSkewMargin how much longer than {@code lease} the store honours a claim, so that a
+   *                        host whose clock runs ahead by up to this much cannot take over early
    */
   public record Config(IdempotencyStore store, Duration lease, Duration retention,
       InProgressPolicy inProgress, FailurePolicy failurePolicy, int maxPayloadBytes, Clock clock,
-      Sleeper sleeper, OnceListener listener, Scheduler heartbeat) {}
+      Sleeper sleeper, OnceListener listener, Scheduler heartbeat, Duration clockSkewMargin) {
+
+    /** Settings without a clock-skew margin. */
+    public Config(IdempotencyStore store, Duration lease, Duration retention,
+        InProgressPolicy inProgress, FailurePolicy failurePolicy, int maxPayloadBytes,
+        Clock clock, Sleeper sleeper, OnceListener listener, Scheduler heartbeat) {
+      this(store, lease, retention, inProgress, failurePolicy, maxPayloadBytes, clock, sleeper,
+          listener, heartbeat, Duration.ZERO);
+    }
+
+    /**
+     * The lease written to the store: {@code lease + clockSkewMargin}. Other workers judge it by
+     * their clocks; the holder works as if it ended {@code clockSkewMargin} earlier.
+     */
+    public Duration storedLease() {
+      return lease.plus(clockSkewMargin);
+    }
+  }
 
   /**
    * Builds a {@link Once}. Defaults: lease 30 s, retention 24 h, in-progress duplicates rejected,
@@ -136,6 +188,7 @@ public final class Once {
     private Sleeper sleeper = Sleeper.SYSTEM;
     private OnceListener listener = NoListener.INSTANCE;
     private Scheduler heartbeat;
+    private Duration clockSkewMargin = Duration.ZERO;
 
     private Builder(IdempotencyStore store) {
       this.store = Objects.requireNonNull(store, "store");
@@ -198,11 +251,33 @@ public final class Once {
       return this;
     }
 
+    /**
+     * How far apart the clocks of the hosts sharing a store may be. Leases are judged by the
+     * clock of whoever reads them: a host whose clock runs ahead by d would see a live lease as
+     * passed d early and take over while its holder still works. With a margin of at least d the
+     * store honours every claim that much longer than the holder believes its lease lasts, so no
+     * takeover comes before the holder's own lease end. Default zero: hosts are assumed to be
+     * synchronised (NTP keeps them within milliseconds); set it to the worst skew you tolerate,
+     * well below the lease. Zero or positive, less than the lease.
+     */
+    public Builder clockSkewMargin(Duration margin) {
+      java.util.Objects.requireNonNull(margin, "margin");
+      if (margin.isNegative()) {
+        throw new IllegalArgumentException("clockSkewMargin must not be negative, was " + margin);
+      }
+      this.clockSkewMargin = margin;
+      return this;
+    }
+
     /** A {@link Once} with these settings. */
     public Once build() {
+      if (clockSkewMargin.compareTo(lease) >= 0) {
+        throw new IllegalArgumentException("clockSkewMargin (" + clockSkewMargin
+            + ") must be less than the lease (" + lease + ")");
+      }
       int payloadLimit = Math.min(maxPayloadBytes, store.maxPayloadBytes());
       return new Once(new Config(store, lease, retention, inProgress, failurePolicy, payloadLimit,
-          clock, sleeper, listener, heartbeat));
+          clock, sleeper, listener, heartbeat, clockSkewMargin));
     }
   }
 }

@@ -42,6 +42,28 @@ public interface OnceListener {
   /** A write under {@code token} was refused because another worker took over. */
   default void onLeaseLost(IdempotencyKey key, long token) {}
 
+  /**
+   * The work ran and succeeded but its result could not be stored ({@code cause}: too large, or
+   * the codec failed); the key was completed with a marker instead, so it never runs again and
+   * duplicates get {@link OutcomeNotStoredException}.
+   */
+  default void onOutcomeNotStored(IdempotencyKey key, long token, Throwable cause) {}
+
+  /**
+   * A heartbeat could not extend the lease of running work ({@code error}: the store was down, or
+   * anything unexpected). Beats go on until the work ends or the lease is found lost; a lost lease
+   * is told by {@link #onLeaseLost}.
+   */
+  default void onHeartbeatFailed(IdempotencyKey key, long token, Throwable error) {}
+
+  /**
+   * Storing the outcome of work that ran (a value, a terminal failure, or a retryable failure's
+   * release) failed, also when tried again: whether it is stored is unknown (see
+   * {@link OutcomeUnknownException}). The key stays in progress until its lease passes unless it
+   * was stored.
+   */
+  default void onOutcomeUnknown(IdempotencyKey key, long token, Throwable storeFailure) {}
+
   /** One store call ({@code claim}, {@code complete}, {@code fail}, …) and how long it took. */
   default void onStoreCall(String operation, Duration elapsed, boolean succeeded) {}
 }

@@ -20,16 +20,35 @@ public interface Scheduler {
     void cancel();
   }
 
-  /** Runs {@code task} every {@code period}, first after one period. */
+  /**
+   * Runs {@code task} every {@code period}, first after one period, until cancelled. A run that
+   * throws must not end the later runs: an implementation catches and logs it.
+   */
   Task scheduleAtFixedRate(Runnable task, Duration period);
 
-  /** A scheduler over an executor the caller owns (and shuts down). */
+  /**
+   * A scheduler over an executor the caller owns (and shuts down). A run that throws is logged
+   * and the next run happens as planned: {@code scheduleAtFixedRate} alone would stop every later
+   * run silently, and with them a lease's heartbeats.
+   */
   static Scheduler of(ScheduledExecutorService executor) {
     Objects.requireNonNull(executor, "executor");
     return (task, period) -> {
+      Objects.requireNonNull(task, "task");
       long nanos = period.toNanos();
+      Runnable guarded = () -> {
+        try {
+          task.run();
+        } catch (Throwable t) {
+          System.getLogger(Scheduler.class.getName()).log(System.Logger.Level.WARNING,
+              "a scheduled task threw; it runs again at its next period", t);
+          if (t instanceof VirtualMachineError error) {
+            throw error; // the JVM itself is failing (out of memory): do not hide it
+          }
+        }
+      };
       ScheduledFuture<?> future =
-          executor.scheduleAtFixedRate(task, nanos, nanos, TimeUnit.NANOSECONDS);
+          executor.scheduleAtFixedRate(guarded, nanos, nanos, TimeUnit.NANOSECONDS);
       return () -> future.cancel(false);
     };
   }

@@ -47,6 +47,7 @@ class IdempotencyKeyTest {
         .hasSameHashCodeAs(IdempotencyKey.of("s", "t", "k"))
         .isNotEqualTo(IdempotencyKey.of("s", "u", "k"))
         .isNotEqualTo(IdempotencyKey.of("r", "t", "k"));
-    assertThat(IdempotencyKey.of("s", "t", "k")).hasToString("s/t/k");
+    assertThat(IdempotencyKey.of("s", "t", "k")).hasToString("s[t]/k");
+    assertThat(IdempotencyKey.of("s", "k")).hasToString("s/k"); // no tenant: no empty segment
   }
 }

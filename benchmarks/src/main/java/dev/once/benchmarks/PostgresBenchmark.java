@@ -33,7 +33,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Once on PostgreSQL against the raw statements the founding articles use, through the same
+ * Once on PostgreSQL against the raw statements a hand-written idempotency check uses, through the same
  * driver (pgjdbc) and the same HikariCP pool, in one JMH run. Every operation handles a key never
  * seen before, and the business logic itself does nothing, so only the idempotency machinery is
  * measured:

@@ -36,7 +36,7 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Once on Redis against the raw commands the founding articles use, through the same client
+ * Once on Redis against the raw commands a hand-written idempotency check uses, through the same client
  * (Lettuce, one multiplexed connection each), side by side in one JMH run:
  *
  * <ul>

@@ -11,7 +11,7 @@ import javax.sql.DataSource;
 
 /**
  * What {@code once bench} compares Once with: the store's raw primitives, through the same client,
- * doing what the founding articles do by hand: insert the key if absent, then store the response
+ * doing what a hand-written idempotency check does: insert the key if absent, then store the response
  * ("new keys"); read the stored response ("replays"). No fencing, no lease, no fingerprint check:
  * the floor Once's extra guarantees are measured against.
  */

@@ -47,7 +47,7 @@ import picocli.CommandLine.Spec;
     header = "Measures Once against the store's raw primitives, side by side.",
     description = {
         "Runs two workloads on the store, each with Once and with the raw primitives the "
-            + "founding articles use (insert-if-absent + update; read by key), through the same "
+            + "hand-written idempotency checks use (insert-if-absent + update; read by key), through the same "
             + "client and pool, in alternating rounds.",
         "Reports operations per second, p50 and p99 latency, and the ratio Once / raw.",
         "SQL stores: works in scratch tables " + BenchCommand.ONCE_TABLE + " and "
@@ -137,8 +137,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         Once once = Once.builder(opened.store()).build();
         if (!json) {
           out.printf(Locale.ROOT, "once bench: %s, %d threads, %s measured per side, workload "
-                  + "and round after %s warm-up, %d rounds%s%n%n", opened.describe(), threads,
-              measure.toMillis() + " ms", warm.toMillis() + " ms", rounds,
+                  + "and round after %s warm-up, %d round%s%s%n%n", opened.describe(), threads,
+              measure.toMillis() + " ms", warm.toMillis() + " ms", rounds, rounds == 1 ? "" : "s",
               accounts == null ? "" : ", a business write (debit) in every new key");
           out.flush();
         }

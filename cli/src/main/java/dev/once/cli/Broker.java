@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.LongAdder;
 final class Broker {
 
   private final DelayQueue<Delivery> queue = new DelayQueue<>();
+  private final int messages;
   private final AtomicInteger unacknowledged;
   private final AtomicLong sequence = new AtomicLong();
   private final LongAdder deliveries = new LongAdder();
@@ -29,6 +30,7 @@ final class Broker {
     for (Message message : messages) {
       queue.add(new Delivery(message, now, sequence.getAndIncrement()));
     }
+    this.messages = messages.size();
     this.unacknowledged = new AtomicInteger(messages.size());
   }
 
@@ -63,6 +65,19 @@ final class Broker {
   /** Messages not acknowledged yet. */
   int unacknowledged() {
     return unacknowledged.get();
+  }
+
+  /** Messages published: every copy of every event, not counting redeliveries. */
+  int messages() {
+    return messages;
+  }
+
+  /**
+   * Messages acknowledged so far, from 0 to {@link #messages()}. Counted in messages, not events:
+   * an event published twice is two messages, each acknowledged once.
+   */
+  int acknowledged() {
+    return messages - unacknowledged.get();
   }
 
   /** Deliveries so far, redeliveries included. */

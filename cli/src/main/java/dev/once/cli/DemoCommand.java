@@ -7,8 +7,8 @@ import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.math.BigDecimal;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -24,8 +24,11 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code once demo}: payment events delivered at least once, with duplicates and crashes between
- * charge and acknowledgement, consumed by concurrent workers without and then with Once. Prints
- * what each run charged; exits 0 when Once charged every event exactly once.
+ * the effects and the acknowledgement, consumed by concurrent workers without and then with Once.
+ * Each event is charged (a gateway that deduplicates by idempotency key) and its receipt mailed
+ * (a mailer with no idempotency) three ways, to show what a durable step adds. Prints what each
+ * run charged and mailed; exits 0 when Once charged every event exactly once and its step mailed
+ * every receipt exactly once.
  *
  * <p>The records go to the store of {@code --store}, by default a SQLite file under the current
  * directory. The demo owns its data: it creates the table if missing (on any store), purges the
@@ -33,17 +36,23 @@ import picocli.CommandLine.Spec;
  * ({@code payments.charge.<run id>}), so that an earlier run's records in the same file never
  * replay into a new one. The records stay for inspection until a later run purges them.
  */
-@Command(name = "demo", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
+@Command(name = "demo", mixinStandardHelpOptions = true, version = DemoCommand.VERSION,
     sortOptions = false, showDefaultValues = true,
     header = "Charges payments delivered at least once, without and with Once.",
     description = {
         "Runs a concurrent at-least-once payments scenario twice over the same seeded delivery "
             + "plan: without Once (charge on every delivery) and with Once.",
+        "Every event also mails a receipt through a mailer with no idempotency, three ways: in "
+            + "the work, with attempt.key() (which the mailer ignores), and in a durable Step "
+            + "reconciled by its step key; only the last never mails twice.",
         "Each run keys its payments under a scope of its own; its records stay in the store, "
             + "and runs purge those older than the 24 h retention.",
-        "Exit code 0 when the run with Once has no double charge and no lost event, else 1; "
-            + "2 for bad options or a store that cannot be used."})
+        "Exit code 0 when the run with Once has no double charge, no lost event and no double "
+            + "receipt from its Step, else 1; 2 for bad options or a store that cannot be used."})
 final class DemoCommand implements Callable<Integer> {
+
+  /** The version printed by {@code --version} and in the report. */
+  static final String VERSION = "0.1.0-SNAPSHOT";
 
   /** The report's file name, next to the database. */
   static final String REPORT_NAME = "once-demo-report.html";
@@ -70,8 +79,8 @@ final class DemoCommand implements Callable<Integer> {
   double duplicates;
 
   @Option(names = "--crash-rate", defaultValue = "0.05", paramLabel = "SHARE",
-      description = "Share of deliveries after which the worker crashes: after the charge, "
-          + "before the acknowledgement (from 0.0 to 1.0).")
+      description = "Share of deliveries after which the worker crashes: after the charge and "
+          + "the receipt, before the acknowledgement (from 0.0 to 1.0).")
   double crashRate;
 
   @Option(names = "--workers", defaultValue = "4", paramLabel = "N",
@@ -117,8 +126,8 @@ final class DemoCommand implements Callable<Integer> {
             StoreUris.cannotOpenMessage(uri, StoreUris.causeMessage(e)));
       }
       out.printf(Locale.ROOT,
-          "Payments demo: %d events, %s redelivered, %s of deliveries crash between charge and "
-              + "ack, %d workers, seed %d, lease %d ms, store %s%n",
+          "Payments demo: %d events, %s redelivered, %s of deliveries crash after the charge and "
+              + "the receipt, before the ack, %d workers, seed %d, lease %d ms, store %s%n",
           events, percent(duplicates), percent(crashRate), workers, seed, leaseMs, uri.display());
       out.printf(Locale.ROOT, "Records: %s, scope %s%s%n%n", opened.describe(), scope,
           purged == 0 ? "" : " (" + purged + " expired record" + (purged == 1 ? "" : "s")
@@ -130,12 +139,15 @@ final class DemoCommand implements Callable<Integer> {
       try {
         PaymentsScenario scenario = new PaymentsScenario(plan, workers,
             Duration.ofMillis(leaseMs), opened.store(), scope);
+        // Counted in messages (every copy of every event), as the broker acknowledges them.
         DemoResult.Figures without;
-        try (Progress progress = Progress.start("without Once", events, scenario::acknowledged)) {
+        try (Progress progress = Progress.start("without Once", scenario.messages(),
+            scenario::acknowledged)) {
           without = scenario.runWithoutOnce();
         }
         DemoResult.Figures with;
-        try (Progress progress = Progress.start("with Once   ", events, scenario::acknowledged)) {
+        try (Progress progress = Progress.start("with Once   ", scenario.messages(),
+            scenario::acknowledged)) {
           with = scenario.runWithOnce();
         }
         result = new DemoResult(without, with);
@@ -147,10 +159,10 @@ final class DemoCommand implements Callable<Integer> {
       lastScope = scope;
       report(out, result);
       if (!noReport) {
-        writeReport(out, uri, result, String.format(Locale.ROOT,
-            "%d events, %s redelivered, %s crash rate, %d workers, seed %d, lease %d ms, "
-                + "store %s.", events, percent(duplicates), percent(crashRate), workers, seed,
-            leaseMs, uri.display()));
+        writeReport(out, uri, result, DemoReport.RunInfo.now(VERSION, uri.display(), seed,
+            String.format(Locale.ROOT, "%d events, %s redelivered, %s crash rate, %d workers, "
+                + "lease %d ms", events, percent(duplicates), percent(crashRate), workers,
+                leaseMs)));
       }
       if (uri.persistent()) {
         out.printf(Locale.ROOT, "Records kept in %s under scope %s; a run after the %d h "
@@ -169,26 +181,35 @@ final class DemoCommand implements Callable<Integer> {
       out.printf(Locale.ROOT, "(throughput with Once includes waiting out the %d ms lease of "
           + "crashed workers before taking over)%n", leaseMs);
     }
+    DemoResult.Receipts receipts = result.withOnce().receipts();
     out.printf(Locale.ROOT, "%nOnce: %d double charges (without: %d)%n",
         result.withOnce().doubleCharges(), result.withoutOnce().doubleCharges());
+    out.printf(Locale.ROOT, "Receipts through a mailer with no idempotency, events mailed twice "
+            + "or more with Once: %d with the mail in the work, %d with attempt.key() (ignored "
+            + "by the mailer), %d with the mail in a Step reconciled by its step key%n",
+        receipts.inWork().doubled(), receipts.keyIgnored().doubled(),
+        receipts.inStep().doubled());
     out.flush();
-    if (result.withOnce().zombieWritesAccepted() > 0 || result.withOnce().unacknowledged() > 0) {
+    if (result.withOnce().zombieWritesAccepted() > 0 || result.withOnce().unacknowledged() > 0
+        || receipts.inStep().never() > 0) {
       PrintWriter err = spec.commandLine().getErr();
-      err.printf(Locale.ROOT, "once demo: with Once, %d zombie writes were accepted and %d "
-              + "messages left unacknowledged; both must be 0%n",
-          result.withOnce().zombieWritesAccepted(), result.withOnce().unacknowledged());
+      err.printf(Locale.ROOT, "once demo: with Once, %d zombie writes were accepted, %d "
+              + "messages left unacknowledged and %d receipts never mailed by the step; all must "
+              + "be 0%n", result.withOnce().zombieWritesAccepted(),
+          result.withOnce().unacknowledged(), receipts.inStep().never());
       err.flush();
     }
   }
 
-  private void writeReport(PrintWriter out, StoreUri uri, DemoResult result, String settings) {
+  private void writeReport(PrintWriter out, StoreUri uri, DemoResult result,
+      DemoReport.RunInfo info) {
     Path file = reportFile != null ? reportFile
         : (uri.file() != null ? uri.file().resolveSibling(REPORT_NAME)
             : Path.of(StoreOption.DEFAULT_DIRECTORY, REPORT_NAME));
     file = file.toAbsolutePath().normalize();
     try {
-      DemoReport.write(file, "once demo: payments delivered at least once", settings,
-          rows(result), result);
+      DemoReport.write(file, "once demo: payments delivered at least once", info, rows(result),
+          result);
       lastReport = file;
       out.printf(Locale.ROOT, "Report: %s%n", file.toUri());
     } catch (IOException e) {
@@ -254,14 +275,17 @@ final class DemoCommand implements Callable<Integer> {
     return new ParameterException(spec.commandLine(), message);
   }
 
-  /** The audit table, rows that only mean something with Once shown as "-" without it. */
+  /**
+   * The audit table, rows that only mean something with Once shown as "-" without it, and a
+   * section heading as a row without values.
+   */
   static List<DemoReport.Row> rows(DemoResult result) {
     DemoResult.Figures without = result.withoutOnce();
     DemoResult.Figures with = result.withOnce();
     List<Row> rows = List.of(
         new Row("events", f -> count(f.events()), false),
         new Row("deliveries (incl. redeliveries)", f -> count(f.deliveries()), false),
-        new Row("worker crashes (after charge, before ack)", f -> count(f.crashes()), false),
+        new Row("worker crashes (after the effects, before ack)", f -> count(f.crashes()), false),
         new Row("side effects executed (money charged)", f -> count(f.sideEffects()), false),
         new Row("double charges", f -> count(f.doubleCharges()), false),
         new Row("lost events", f -> count(f.lostEvents()), false),
@@ -270,13 +294,28 @@ final class DemoCommand implements Callable<Integer> {
         new Row("takeovers (lease passed, token+1)", f -> count(f.takeovers()), true),
         new Row("re-charges deduplicated by gateway", f -> count(f.gatewayDeduplicated()), true),
         new Row("fenced zombies", f -> count(f.fencedZombies()), true),
+        new Row(RECEIPTS_HEADING, null, false),
+        new Row(RECEIPT_IN_WORK, f -> count(f.receipts().inWork().doubled()), false),
+        new Row(RECEIPT_KEY_IGNORED, f -> count(f.receipts().keyIgnored().doubled()), true),
+        new Row(RECEIPT_IN_STEP, f -> count(f.receipts().inStep().doubled()), true),
+        new Row("     step started, mail found by key: not re-sent",
+            f -> count(f.receipts().reconciled()), true),
+        new Row("     step journaled, result replayed: not re-sent",
+            f -> count(f.receipts().replayed()), true),
         new Row("throughput (deliveries/s)",
             f -> String.format(Locale.ROOT, "%.0f", f.throughput()), false),
         new Row("added latency p50 / p99 (ms)", f -> millis(f.addedLatency(), 50) + " / "
             + millis(f.addedLatency(), 99), true));
-    return rows.stream().map(r -> new DemoReport.Row(r.label(),
-        r.onceOnly() ? "-" : r.value().apply(without), r.value().apply(with))).toList();
+    return rows.stream().map(r -> r.value() == null ? new DemoReport.Row(r.label(), "", "")
+        : new DemoReport.Row(r.label(), r.onceOnly() ? "-" : r.value().apply(without),
+            r.value().apply(with))).toList();
   }
+
+  /** The section of the audit table on the receipts, and its three variants' rows. */
+  static final String RECEIPTS_HEADING = "receipts mailed twice (mailer has no idempotency):";
+  static final String RECEIPT_IN_WORK = "  1. mail sent in the work";
+  static final String RECEIPT_KEY_IGNORED = "  2. attempt.key() sent, mailer ignores it";
+  static final String RECEIPT_IN_STEP = "  3. mail in a Step, reconciled by step key";
 
   private static String millis(Latencies.Summary latencies, double percentile) {
     return latencies == null ? "-"
@@ -290,7 +329,11 @@ final class DemoCommand implements Callable<Integer> {
     out.printf(Locale.ROOT, format, "", "without Once", "with Once");
     out.printf(Locale.ROOT, format, "-".repeat(labelWidth), "-".repeat(14), "-".repeat(13));
     for (DemoReport.Row row : rows) {
-      out.printf(Locale.ROOT, format, row.label(), row.without(), row.with());
+      if (row.heading()) {
+        out.printf(Locale.ROOT, "%s%n", row.label());
+      } else {
+        out.printf(Locale.ROOT, format, row.label(), row.without(), row.with());
+      }
     }
   }
 

@@ -3,11 +3,12 @@ package dev.once.cli;
 import dev.once.Maintenance;
 import dev.once.StoreUnavailableException;
 import dev.once.cli.StoreUris.OpenStore;
+import dev.once.spi.IdempotencyStore;
 import java.io.PrintWriter;
 import java.time.Clock;
+import java.time.Instant;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import java.util.function.ToLongFunction;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -44,7 +45,8 @@ abstract class MaintenanceCommand implements Callable<Integer> {
 
   abstract String what();
 
-  abstract ToLongFunction<Maintenance> pass();
+  /** One batch of the pass: at most {@code limit} records changed, how many were. */
+  abstract int batch(IdempotencyStore store, Instant now, int limit);
 
   @Override
   public Integer call() {
@@ -55,10 +57,24 @@ abstract class MaintenanceCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     try (OpenStore opened = store.openExisting(1)) {
       long start = System.nanoTime();
-      long count;
+      long count = 0;
+      PrintWriter err = spec.commandLine().getErr();
       try {
-        count = pass().applyAsLong(Maintenance.of(opened.store()).withClock(clock)
-            .withBatchSize(batch));
+        // Batch by batch, as Maintenance does, telling how far it got on a large store (stderr,
+        // at most once a second, not with --json): fewer than a batch means none is left.
+        Instant now = clock.instant();
+        long lastReport = start;
+        int changed;
+        do {
+          changed = batch(opened.store(), now, batch);
+          count += changed;
+          long nanos = System.nanoTime();
+          if (!json && changed == batch && nanos - lastReport >= 1_000_000_000L) {
+            err.printf(Locale.ROOT, "%s %d %s so far…%n", verb(), count, what());
+            err.flush();
+            lastReport = nanos;
+          }
+        } while (changed >= batch);
       } catch (StoreUnavailableException e) {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "the store at "
             + opened.uri().display() + " failed: " + StoreUris.causeMessage(e));
@@ -99,8 +115,8 @@ abstract class MaintenanceCommand implements Callable<Integer> {
     }
 
     @Override
-    ToLongFunction<Maintenance> pass() {
-      return Maintenance::purgeExpired;
+    int batch(IdempotencyStore store, Instant now, int limit) {
+      return store.purgeExpired(now, limit);
     }
   }
 
@@ -125,8 +141,8 @@ abstract class MaintenanceCommand implements Callable<Integer> {
     }
 
     @Override
-    ToLongFunction<Maintenance> pass() {
-      return Maintenance::reapExpiredLeases;
+    int batch(IdempotencyStore store, Instant now, int limit) {
+      return store.reapExpiredLeases(now, limit);
     }
   }
 }

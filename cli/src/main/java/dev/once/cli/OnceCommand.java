@@ -1,6 +1,6 @@
 package dev.once.cli;
 
-import picocli.CommandLine;
+import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IExecutionExceptionHandler;
 import picocli.CommandLine.IModelTransformer;
@@ -9,7 +9,7 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
 import picocli.CommandLine.Spec;
-import java.util.concurrent.Callable;
+import picocli.CommandLine;
 
 /**
  * The {@code once} command. Subcommands: {@code demo}, a concurrent payments scenario run with and
@@ -24,7 +24,8 @@ import java.util.concurrent.Callable;
 @Command(name = "once", mixinStandardHelpOptions = true, version = "0.1.0-SNAPSHOT",
     description = "Exactly-once effects on top of at-least-once delivery.",
     subcommands = {DemoCommand.class, SchemaCommand.class, InspectCommand.class,
-        MaintenanceCommand.Purge.class, MaintenanceCommand.Reap.class, BenchCommand.class, ServeCommand.class},
+        MaintenanceCommand.Purge.class, MaintenanceCommand.Reap.class, BenchCommand.class, ServeCommand.class,
+        ChaosCommand.class},
     modelTransformer = OnceCommand.OneLineErrors.class)
 public final class OnceCommand implements Callable<Integer> {
 
@@ -71,8 +72,26 @@ public final class OnceCommand implements Callable<Integer> {
     @Override
     public int handleParseException(ParameterException ex, String[] args) {
       CommandLine commandLine = ex.getCommandLine();
-      print(commandLine, ex.getMessage());
+      print(commandLine, unknownCommand(ex, commandLine).orElse(ex.getMessage()));
       return commandLine.getCommandSpec().exitCodeOnInvalidInput();
+    }
+
+    /** "unknown command 'x', did you mean …" for a first word that names no command. */
+    private static java.util.Optional<String> unknownCommand(ParameterException ex,
+        CommandLine commandLine) {
+      if (!(ex instanceof picocli.CommandLine.UnmatchedArgumentException unmatched)
+          || commandLine.getCommandSpec().parent() != null
+          || unmatched.getUnmatched().isEmpty()
+          || unmatched.getUnmatched().get(0).startsWith("-")) {
+        return java.util.Optional.empty();
+      }
+      String word = unmatched.getUnmatched().get(0);
+      java.util.List<String> similar = commandLine.getSubcommands().keySet().stream()
+          .filter(name -> name.startsWith(word) || distance(name, word) <= 2).toList();
+      return java.util.Optional.of("unknown command '" + word + "'"
+          + (similar.isEmpty() ? "" : ", did you mean " + String.join(" or ", similar) + "?")
+          + "; the commands are " + String.join(", ", commandLine.getSubcommands().keySet())
+          + " (once --help)");
     }
 
     @Override
@@ -83,6 +102,28 @@ public final class OnceCommand implements Callable<Integer> {
         return failure.exitCode();
       }
       throw ex;
+    }
+
+    /** Edit distance with transpositions (optimal string alignment), for suggestions. */
+    static int distance(String a, String b) {
+      int[][] d = new int[a.length() + 1][b.length() + 1];
+      for (int i = 0; i <= a.length(); i++) {
+        d[i][0] = i;
+      }
+      for (int j = 0; j <= b.length(); j++) {
+        d[0][j] = j;
+      }
+      for (int i = 1; i <= a.length(); i++) {
+        for (int j = 1; j <= b.length(); j++) {
+          int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+          d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + cost);
+          if (i > 1 && j > 1 && a.charAt(i - 1) == b.charAt(j - 2)
+              && a.charAt(i - 2) == b.charAt(j - 1)) {
+            d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+          }
+        }
+      }
+      return d[a.length()][b.length()];
     }
 
     private static void print(CommandLine commandLine, String message) {

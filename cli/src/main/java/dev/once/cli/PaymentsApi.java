@@ -144,7 +144,7 @@ final class PaymentsApi extends HttpServlet {
     response.setStatus(status);
     response.setContentType("application/problem+json");
     byte[] bytes = JSON.writeValueAsBytes(JSON.createObjectNode()
-        .put("type", "https://once.dev/problems/payments/" + type).put("status", status)
+        .put("type", "https://github.com/once-dev/once/blob/main/cli/README.md#" + type).put("status", status)
         .put("detail", detail));
     response.getOutputStream().write(bytes);
   }

@@ -7,6 +7,7 @@ import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
+import dev.once.Step;
 import dev.once.cli.Broker.Delivery;
 import dev.once.cli.DeliveryPlan.Event;
 import dev.once.cli.DeliveryPlan.Message;
@@ -16,6 +17,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -25,21 +27,32 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Workers consuming payment events from an at-least-once {@link Broker} and charging a
- * {@link PaymentGateway}, run twice over the same {@link DeliveryPlan}: once charging on every
- * delivery, once through {@link Once}.
+ * Workers consuming payment events from an at-least-once {@link Broker}, charging a
+ * {@link PaymentGateway} and mailing a receipt, run twice over the same {@link DeliveryPlan}: once
+ * charging on every delivery, once through {@link Once}.
  *
- * <p>A crash happens after the charge and before the acknowledgement, the worst moment: the money
- * is gone and the broker redelivers. With Once the crashed worker's claim stays IN_PROGRESS (see
- * {@link CrashSimulatingStore}); redeliveries are answered "in progress" until the lease passes,
- * then one takes over with the next fencing token and charges again under the same downstream key,
- * which the gateway deduplicates. Some crashed workers were only paused: they wake up after the
- * takeover and try to store their outcome with their old token, and must be refused.
+ * <p>A crash happens after the charge and the receipt and before the acknowledgement, the worst
+ * moment: the money is gone, the mail is out, and the broker redelivers. With Once the crashed
+ * worker's claim stays IN_PROGRESS (see {@link CrashSimulatingStore}); redeliveries are answered
+ * "in progress" until the lease passes, then one takes over with the next fencing token and runs
+ * the work again. The charge goes again under the same downstream key, which the gateway
+ * deduplicates. Some crashed workers were only paused: they wake up after the takeover and try to
+ * store their outcome with their old token, and must be refused.
+ *
+ * <p>The receipt goes to a {@link ReceiptMailer}, which has no idempotency: every call is a mail.
+ * Each worker mails it three ways, to three such mailers, so that all three face the same crashes:
+ * inside the work (a takeover mails again), inside the work with {@code attempt.key()} (ignored:
+ * mails again too), and in a durable {@link Step} whose reconciler searches the mailer by the step
+ * key. The crash strikes inside that step, after its mail and before its result is journaled: the
+ * takeover finds the step started, asks the mailer, finds the mail and does not send it again.
  */
 final class PaymentsScenario {
 
   /** The scope of the payment keys; each run adds a suffix of its own ({@link DemoCommand}). */
   static final String SCOPE = "payments.charge";
+
+  /** The durable step that mails the receipt; its name is part of the step key. */
+  static final String RECEIPT_STEP = "receipt";
 
   /** A run that has not drained by then has a bug; stop and report what is unacknowledged. */
   private static final Duration DEADLINE = Duration.ofMinutes(2);
@@ -71,10 +84,18 @@ final class PaymentsScenario {
     this.redeliveryDelay = quarter.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : quarter;
   }
 
-  /** Events acknowledged so far by the run under way (for a progress bar); 0 between runs. */
+  /**
+   * Messages acknowledged so far by the run under way, from 0 to {@link #messages()} (for a
+   * progress bar); 0 between runs.
+   */
   long acknowledged() {
     Run run = current;
-    return run == null ? 0 : plan.events().size() - run.broker.unacknowledged();
+    return run == null ? 0 : run.broker.acknowledged();
+  }
+
+  /** Messages each run must acknowledge: every copy of every event. */
+  int messages() {
+    return plan.messages().size();
   }
 
   /** Both runs, without Once first. */
@@ -92,12 +113,18 @@ final class PaymentsScenario {
     return new Run(once, crashing).execute();
   }
 
-  /** The state of one run: its broker, gateway and counters. */
+  /** The state of one run: its broker, gateway, mailers and counters. */
   private final class Run {
     private final Once once;
     private final CrashSimulatingStore store;
     private final Broker broker = new Broker(plan.messages(), redeliveryDelay);
     private final PaymentGateway gateway = new PaymentGateway(plan.events().size());
+    /** Three mailers without idempotency, one per way of sending the receipt. */
+    private final ReceiptMailer mailedInWork = new ReceiptMailer(plan.events().size());
+    private final ReceiptMailer mailedWithKey = new ReceiptMailer(plan.events().size());
+    private final ReceiptMailer mailedInStep = new ReceiptMailer(plan.events().size());
+    private final LongAdder reconciled = new LongAdder();
+    private final LongAdder stepReplayed = new LongAdder();
     private final AtomicIntegerArray crashesSoFar = new AtomicIntegerArray(plan.messages().size());
     private final ConcurrentHashMap<IdempotencyKey, Queue<Zombie>> zombies =
         new ConcurrentHashMap<>();
@@ -108,7 +135,7 @@ final class PaymentsScenario {
     private final LongAdder fencedZombies = new LongAdder();
     private final LongAdder zombieWritesAccepted = new LongAdder();
     private final AtomicReference<RuntimeException> failure = new AtomicReference<>();
-    /** Time spent in Once per delivery, the business logic's own time excluded. */
+    /** Time spent in Once per delivery, the downstream calls' own time excluded. */
     private final Latencies addedLatency = new Latencies();
     private Timeline timeline;
 
@@ -144,11 +171,15 @@ final class PaymentsScenario {
       if (unexpected != null) {
         throw unexpected;
       }
+      DemoResult.Receipts receipts = once == null
+          ? new DemoResult.Receipts(mailedInWork.mails(), null, null, 0, 0)
+          : new DemoResult.Receipts(mailedInWork.mails(), mailedWithKey.mails(),
+              mailedInStep.mails(), reconciled.sum(), stepReplayed.sum());
       return new DemoResult.Figures(plan.events().size(), broker.deliveries(), crashes.sum(),
           gateway.charged(), gateway.deduplicated(), gateway.doubleCharged(),
           gateway.neverCharged(), replayed.sum(), inProgress.sum(), takeovers.sum(),
           fencedZombies.sum(), zombieWritesAccepted.sum(), broker.unacknowledged(), elapsed,
-          once == null ? null : addedLatency.summary(), timeline.buckets());
+          once == null ? null : addedLatency.summary(), receipts, timeline.buckets());
     }
 
     private void consume(long deadline) {
@@ -184,6 +215,7 @@ final class PaymentsScenario {
     private void chargeWithoutOnce(Delivery delivery) {
       Event event = plan.events().get(delivery.message().event());
       gateway.charge(event.index(), event.amountCents(), null);
+      mailedInWork.send(event.index(), null);
       if (crashNow(delivery.message()) >= 0) {
         broker.redeliverLater(delivery);
       } else {
@@ -196,31 +228,57 @@ final class PaymentsScenario {
       Event event = plan.events().get(message.event());
       IdempotencyKey key = IdempotencyKey.of(scope, event.id());
       Result<String> result;
-      long[] logicNanos = new long[1];
+      // Time in the downstream calls, which the added latency leaves out.
+      long[] downstreamNanos = new long[1];
       long started = System.nanoTime();
       try {
         result = once.call(key, Fingerprint.of(event.payload()), Codecs.utf8(), attempt -> {
-          long logicStarted = System.nanoTime();
           if (attempt.takeover()) {
             takeovers.increment();
             wakeZombies(key);
           }
+          long t0 = System.nanoTime();
           // attempt.key() is the same for every attempt of this key: the gateway sees a
           // takeover's charge as a retry of the crashed worker's, not as a new payment.
           String chargeId = gateway.charge(event.index(), event.amountCents(), attempt.key());
-          int crash = crashNow(message);
-          if (crash >= 0) {
-            store.crash(key, attempt.token());
-            if (message.isZombie(crash)) {
-              zombies.computeIfAbsent(key, k -> new ConcurrentLinkedQueue<>())
-                  .add(new Zombie(attempt.token(), chargeId));
+          // 1. The receipt inside the work: a takeover runs the work, so mails it again.
+          mailedInWork.send(event.index(), null);
+          // 2. The same with attempt.key(), which this mailer ignores: a key only helps a
+          //    downstream that deduplicates by it.
+          mailedWithKey.send(event.index(), attempt.key());
+          downstreamNanos[0] += System.nanoTime() - t0;
+          // 3. A durable step: its start and its result are journaled under the token, and a
+          //    takeover that finds it started asks the mailer by the step key before sending.
+          boolean[] crashChecked = {false};
+          boolean[] askedMailer = {false};
+          Step<String> receipt = Step.of(RECEIPT_STEP, Codecs.utf8()).reconcile(stepKey -> {
+            askedMailer[0] = true;
+            return findReceipt(stepKey);
+          });
+          attempt.step(receipt, stepKey -> {
+            // The guard before an effect no key deduplicates: a worker whose lease ran out stops
+            // here rather than mail alongside the successor that took over.
+            attempt.ensureLease();
+            long t1 = System.nanoTime();
+            String mailId = mailedInStep.send(event.index(), stepKey);
+            downstreamNanos[0] += System.nanoTime() - t1;
+            // The crash, if one is planned, strikes here: after the step's mail, before its result
+            // is journaled, the window only the reconciler closes.
+            crashChecked[0] = true;
+            crashIfPlanned(message, key, attempt.token(), chargeId);
+            return mailId;
+          });
+          if (!crashChecked[0]) {
+            if (!askedMailer[0]) {
+              // Neither run nor reconciled: an earlier attempt journaled its result.
+              stepReplayed.increment();
             }
-            throw new SimulatedCrash();
+            // The step did not run: the crash, if one is planned, strikes after it instead.
+            crashIfPlanned(message, key, attempt.token(), chargeId);
           }
-          logicNanos[0] = System.nanoTime() - logicStarted;
           return chargeId;
         });
-        addedLatency.record(System.nanoTime() - started - logicNanos[0]);
+        addedLatency.record(System.nanoTime() - started - downstreamNanos[0]);
       } catch (SimulatedCrash crashed) {
         broker.redeliverLater(delivery);
         return;
@@ -245,6 +303,33 @@ final class PaymentsScenario {
       } else {
         broker.acknowledge(delivery);
       }
+    }
+
+    /**
+     * The worker dies now if the plan says so: its release never reaches the store, and a paused
+     * one is kept to wake up later with its token.
+     */
+    private void crashIfPlanned(Message message, IdempotencyKey key, long token,
+        String chargeId) {
+      int crash = crashNow(message);
+      if (crash < 0) {
+        return;
+      }
+      store.crash(key, token);
+      if (message.isZombie(crash)) {
+        zombies.computeIfAbsent(key, k -> new ConcurrentLinkedQueue<>())
+            .add(new Zombie(token, chargeId));
+      }
+      throw new SimulatedCrash();
+    }
+
+    /** The receipt step's reconciler: did a crashed attempt mail it? Asks the mailer. */
+    private Optional<String> findReceipt(String stepKey) {
+      Optional<String> found = mailedInStep.find(stepKey);
+      if (found.isPresent()) {
+        reconciled.increment();
+      }
+      return found;
     }
 
     /**
@@ -286,14 +371,15 @@ final class PaymentsScenario {
     }
   }
 
-  /** A worker paused after charging, still holding its fencing token. */
+  /** A worker paused after the charge and the receipts, still holding its fencing token. */
   private record Zombie(long token, String chargeId) {}
 
-  /** Thrown inside the logic to stop the worker between the charge and the acknowledgement. */
+  /** Thrown inside the logic to stop the worker between the effects and the acknowledgement. */
   static final class SimulatedCrash extends RuntimeException {
     SimulatedCrash() {
       // No stack trace: it is thrown on purpose, often, and never printed.
-      super("simulated crash after the charge, before the acknowledgement", null, false, false);
+      super("simulated crash after the charge and the receipts, before the acknowledgement", null,
+          false, false);
     }
   }
 }

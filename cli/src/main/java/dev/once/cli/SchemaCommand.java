@@ -22,9 +22,10 @@ import picocli.CommandLine.Spec;
     sortOptions = false, showDefaultValues = true,
     header = "Prints or applies the DDL of a SQL store.",
     description = {
-        "Prints the CREATE TABLE and CREATE INDEX statements for the store's dialect (each IF NOT "
-            + "EXISTS), without connecting.",
-        "With --apply, connects and applies them; running it twice is harmless.",
+        "Prints the store's migrations for its dialect, without connecting: V1 creates the table "
+            + "and its indexes (IF NOT EXISTS), V2 adds the claim_id column to a table made by V1.",
+        "With --apply, connects and applies what is missing (an up-to-date table is left alone); "
+            + "running it twice is harmless.",
         "Exit code 0 on success; 2 for bad options, a store without a SQL schema, or a store that "
             + "cannot be reached."})
 final class SchemaCommand implements Callable<Integer> {

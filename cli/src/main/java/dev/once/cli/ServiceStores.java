@@ -6,6 +6,7 @@ import dev.once.cli.StoreUris.Kind;
 import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
 import dev.once.dynamodb.DynamoDbStore;
+import dev.once.jdbc.JdbcStore;
 import dev.once.redis.RedisStore;
 import dev.once.spi.IdempotencyStore;
 import java.net.URI;
@@ -136,11 +137,20 @@ final class ServiceStores {
    * command makes before its work.
    */
   static OpenStore open(StoreUri uri, String table) {
+    return open(uri, table, null);
+  }
+
+  /** As {@link #open(StoreUri, String)}; a Redis store's records under {@code keyPrefix}. */
+  static OpenStore open(StoreUri uri, String table, String keyPrefix) {
     Service service = uri.service();
     if (uri.kind() == Kind.REDIS || uri.kind() == Kind.REDIS_CLUSTER) {
       try {
-        // Connects now: an unreachable server fails here, as a SQL server does.
-        return new OpenStore(uri, RedisStore.builder(service.host()).build(), null);
+        RedisStore.Builder builder = RedisStore.builder(service.host());
+        if (keyPrefix != null) {
+          builder.keyPrefix(keyPrefix);
+        }
+        // Connects at the first call (requireSchema or createSchema probes it), as a SQL store.
+        return new OpenStore(uri, builder.build(), null);
       } catch (IllegalArgumentException e) {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "store URI '" + uri.display() + "': "
             + StoreUris.mask(e.getMessage()));
@@ -174,28 +184,47 @@ final class ServiceStores {
     }
   }
 
-  /** Creates the table (DynamoDB: on demand, with TTL), or checks that it exists. */
+  /**
+   * Creates the table (DynamoDB: on demand, with TTL); Redis has none, so its connection is
+   * checked instead (the store connects at its first call).
+   */
   static void createSchema(IdempotencyStore store) {
     if (store instanceof DynamoDbStore dynamo) {
       dynamo.createTable();
+    } else if (store instanceof RedisStore) {
+      store.find(PROBE);
     }
+  }
+
+  /**
+   * The command that creates {@code table} at {@code uri}, naming the table unless it is the
+   * default or the URI names it already (else it would create the default one).
+   */
+  static String schemaCommand(StoreUri uri, String table) {
+    boolean named = uri.service() != null && table.equals(uri.service().parameters().get("table"));
+    return "once schema --apply --store " + uri.display()
+        + (named || table.equals(JdbcStore.DEFAULT_TABLE) ? "" : " --table " + table);
   }
 
   /** Fails with a line naming the fix when the store has no table, or cannot be reached. */
   static void requireSchema(StoreUri uri, IdempotencyStore store) {
-    if (uri.kind() == Kind.MEMORY || store instanceof RedisStore) {
-      return; // Redis keeps no schema; opening it checked the connection
+    if (uri.kind() == Kind.MEMORY) {
+      return;
     }
     try {
-      store.find(PROBE);
+      store.find(PROBE); // Redis keeps no schema: this checks the connection
     } catch (StoreUnavailableException e) {
       String cause = StoreUris.causeMessage(e);
+      if (store instanceof RedisStore) {
+        throw new CommandFailure(CommandFailure.CANNOT_RUN,
+            StoreUris.cannotOpenMessage(uri, StoreUris.mask(cause)));
+      }
       if (store instanceof DynamoDbStore dynamo && cause.contains("ResourceNotFound")
           || cause.toLowerCase(Locale.ROOT).contains("non-existent table")
           || cause.toLowerCase(Locale.ROOT).contains("not found")) {
-        throw new CommandFailure(CommandFailure.CANNOT_RUN, "no table "
-            + ((DynamoDbStore) store).table() + " at " + uri.display() + "; create it with: "
-            + "once schema --apply --store " + uri.display());
+        String table = ((DynamoDbStore) store).table();
+        throw new CommandFailure(CommandFailure.CANNOT_RUN, "no table " + table + " at "
+            + uri.display() + "; create it with: " + schemaCommand(uri, table));
       }
       throw new CommandFailure(CommandFailure.CANNOT_RUN,
           StoreUris.cannotOpenMessage(uri, cause));

@@ -1,9 +1,10 @@
 package dev.once.cli;
 
 import dev.once.cli.StoreUris.OpenStore;
-import dev.once.jdbc.JdbcStore;
-import java.nio.file.Files;
 import dev.once.cli.StoreUris.StoreUri;
+import dev.once.jdbc.JdbcStore;
+import dev.once.redis.RedisStore;
+import java.nio.file.Files;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -44,6 +45,11 @@ final class StoreOption {
       description = "The table of a SQL or DynamoDB store.")
   String table = JdbcStore.DEFAULT_TABLE;
 
+  @Option(names = "--key-prefix", paramLabel = "PREFIX",
+      description = "The key prefix of a Redis store's records (default "
+          + RedisStore.DEFAULT_KEY_PREFIX + "), as its RedisStore.builder().keyPrefix(...) says.")
+  String keyPrefix;
+
   /**
    * The parsed URI; touches nothing.
    *
@@ -64,7 +70,7 @@ final class StoreOption {
    * @throws CommandFailure     (exit 2) if the store cannot be opened or reached
    */
   OpenStore open(int connections) {
-    return StoreUris.open(uri(), connections, table);
+    return StoreUris.open(uri(), connections, table, keyPrefix);
   }
 
   /**
@@ -79,7 +85,7 @@ final class StoreOption {
           + "; create it with: once schema --apply --store " + uri.display()
           + " (or run: once demo)");
     }
-    OpenStore opened = StoreUris.open(uri, connections, table);
+    OpenStore opened = StoreUris.open(uri, connections, table, keyPrefix);
     try {
       opened.requireSchema();
       return opened;

@@ -307,6 +307,14 @@ final class StoreUris {
 
   /** {@link #open(StoreUri, int)} with the records in {@code table} of a SQL store. */
   static OpenStore open(StoreUri uri, int connections, String table) {
+    return open(uri, connections, table, null);
+  }
+
+  /**
+   * {@link #open(StoreUri, int, String)}, with the records of a Redis store under
+   * {@code keyPrefix} (null: the store's default).
+   */
+  static OpenStore open(StoreUri uri, int connections, String table, String keyPrefix) {
     Objects.requireNonNull(uri, "uri");
     switch (uri.kind()) {
       case MEMORY:
@@ -316,7 +324,7 @@ final class StoreUris {
       case DYNAMODB:
       case REDIS:
       case REDIS_CLUSTER:
-        return ServiceStores.open(uri, table);
+        return ServiceStores.open(uri, table, keyPrefix);
       default:
         return openServer(uri, connections, table);
     }
@@ -489,8 +497,8 @@ final class StoreUris {
         statement.executeQuery("SELECT 1 FROM " + jdbc.table() + " WHERE 1 = 0").close();
       } catch (SQLException e) {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "no table " + jdbc.table() + " at "
-            + uri.display() + " (" + causeMessage(e) + "); create it with: once schema --apply "
-            + "--store " + uri.display());
+            + uri.display() + " (" + causeMessage(e) + "); create it with: "
+            + ServiceStores.schemaCommand(uri, jdbc.table()));
       }
     }
 

@@ -5,7 +5,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /** Events counted per fixed interval since a start, from many threads. */
 final class Timeline {
 
-  static final long BUCKET_MILLIS = 100;
+  /**
+   * Fine enough that a run over in a fraction of a second still has a shape; the report merges
+   * buckets to fit longer runs.
+   */
+  static final long BUCKET_MILLIS = 10;
 
   private final long startNanos;
   private final AtomicLongArray counts;

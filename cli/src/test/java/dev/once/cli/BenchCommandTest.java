@@ -89,7 +89,7 @@ class BenchCommandTest {
   void onPostgres() {
     String url = System.getenv("ONCE_POSTGRES_URL");
     Run run = bench("--store", url != null && !url.isBlank() ? url
-        : EmbeddedPostgresServer.jdbcUrl());
+        : dev.once.testkit.TestPostgres.jdbcUrl());
 
     assertBothSidesOfBothWorkloadsRan(run);
     assertThat(run.results()).extracting(BenchCommand.Measurement::variant).contains("tx");

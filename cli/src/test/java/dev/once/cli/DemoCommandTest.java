@@ -2,10 +2,10 @@ package dev.once.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -68,6 +68,47 @@ class DemoCommandTest {
     assertThat(with.sideEffects()).isEqualTo(300);
   }
 
+  /**
+   * Issue 16: a receipt mailer with no idempotency, mailed three ways by the same workers with the
+   * same crashes. Inside the work it doubles on every takeover, with {@code attempt.key()} too
+   * (the mailer ignores it); in a Step reconciled by its step key, never.
+   */
+  @Test
+  void aStepReconciledByItsStepKeyNeverMailsTwiceWhereTheWorkDoes() {
+    Run run = run("demo", "--events", "300", "--seed", "13", "--crash-rate", "0.2",
+        "--lease-ms", "30");
+
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    DemoResult.Receipts without = run.result().withoutOnce().receipts();
+    DemoResult.Figures with = run.result().withOnce();
+    DemoResult.Receipts receipts = with.receipts();
+    // 1. the mail inside the work: the takeover runs the work again.
+    assertThat(receipts.inWork().doubled()).isPositive();
+    // 2. attempt.key() changes nothing for a downstream that does not deduplicate by it.
+    assertThat(receipts.keyIgnored()).isEqualTo(receipts.inWork());
+    // 3. the durable step: the takeover finds it started, finds the mail and sends none.
+    assertThat(receipts.inStep().doubled()).isZero();
+    assertThat(receipts.inStep().never()).isZero();
+    assertThat(receipts.inStep().sent()).isEqualTo(300);
+    assertThat(receipts.reconciled()).isPositive();
+    assertThat(receipts.reconciled() + receipts.replayed()).isLessThanOrEqualTo(with.takeovers());
+    // Every takeover re-ran the work: the charge deduplicated by the gateway, the mail not.
+    assertThat(receipts.inWork().sent() - 300).isEqualTo(with.takeovers());
+    assertThat(with.doubleCharges()).isZero();
+    // Without Once the handler mails on every delivery, as it charges.
+    assertThat(without.inWork().doubled()).isEqualTo(run.result().withoutOnce().doubleCharges());
+    assertThat(without.keyIgnored()).isNull();
+    assertThat(without.inStep()).isNull();
+    assertThat(run.out()).contains(DemoCommand.RECEIPTS_HEADING,
+        "Receipts through a mailer with no idempotency, events mailed twice or more with Once: "
+            + receipts.inWork().doubled() + " with the mail in the work, "
+            + receipts.inWork().doubled() + " with attempt.key() (ignored by the mailer), 0 with "
+            + "the mail in a Step reconciled by its step key")
+        .containsPattern("(?m)^  3\\. mail in a Step, reconciled by step key +- +0$")
+        .containsPattern("(?m)^  1\\. mail sent in the work +" + without.inWork().doubled()
+            + " +" + receipts.inWork().doubled() + "$");
+  }
+
   @Test
   void withoutDuplicatesOrCrashesNobodyDoubleCharges() {
     Run run = run("demo", "--events", "300", "--duplicates", "0", "--crash-rate", "0");
@@ -79,7 +120,11 @@ class DemoCommandTest {
       assertThat(figures.sideEffects()).isEqualTo(300);
       assertThat(figures.doubleCharges()).isZero();
       assertThat(figures.lostEvents()).isZero();
+      assertThat(figures.receipts().inWork()).isEqualTo(new DemoResult.Mails(300, 0, 0));
     }
+    assertThat(run.result().withOnce().receipts().inStep())
+        .isEqualTo(new DemoResult.Mails(300, 0, 0));
+    assertThat(run.result().withOnce().receipts().reconciled()).isZero();
   }
 
   @Test
@@ -150,11 +195,26 @@ class DemoCommandTest {
     assertThat(run.out()).containsPattern("added latency p50 / p99 \\(ms\\) +- +\\d+\\.\\d\\d / "
         + "\\d+\\.\\d\\d");
     String html = Files.readString(report);
+    DemoResult.Receipts receipts = run.result().withOnce().receipts();
     assertThat(html).startsWith("<!DOCTYPE html>").endsWith("</html>\n")
         .contains("<td>double charges</td><td>" + run.result().withoutOnce().doubleCharges()
             + "</td><td>0</td>", "Latency Once added per delivery", "Throughput over time",
-            "<rect", "<polyline")
-        .doesNotContain("NaN", "<script");
+            "<rect", "<path d=\"M")
+        // The steps comparison, as a table and a chart.
+        .contains("Receipts through a mailer with no idempotency",
+            "<td>3. Once, mail in a Step + reconciler</td><td>300</td><td class=\"good\">0</td>",
+            "<td>1. Once, mail sent in the work</td><td>" + receipts.inWork().sent() + "</td>",
+            "<th class=\"section\" colspan=\"3\">" + DemoCommand.RECEIPTS_HEADING + "</th>")
+        // Run metadata.
+        .contains("<dt>Once</dt><dd>" + DemoCommand.VERSION + "</dd>",
+            "<dt>Java</dt><dd>" + System.getProperty("java.version"), "<dt>seed</dt><dd>42</dd>",
+            "<dt>store</dt><dd>memory:</dd>", "<dt>date</dt><dd>20",
+            Runtime.getRuntime().availableProcessors() + " CPU")
+        // One chart per run, each with its own labelled axes.
+        .contains("without Once: " + run.result().withoutOnce().deliveries() + " deliveries in ",
+            "with Once: " + run.result().withOnce().deliveries() + " deliveries in ",
+            "deliveries/s", "time since the run started")
+        .doesNotContain("NaN", "Infinity", "<script");
   }
 
   @Test

@@ -61,6 +61,8 @@ class DemoStoresTest {
     assertThat(with.zombieWritesAccepted()).isZero();
     // Every event charged in this run: nothing replayed from an earlier run's records.
     assertThat(with.sideEffects()).isEqualTo(events);
+    // The receipt step mailed every event once, whatever the crashes.
+    assertThat(with.receipts().inStep()).isEqualTo(new DemoResult.Mails(events, 0, 0));
   }
 
   @Test
@@ -81,6 +83,24 @@ class DemoStoresTest {
       assertThat(record).get().extracting(IdempotencyRecord::status).isEqualTo(Status.COMPLETED);
     }
     assertNoThreadLeftBehind(before);
+  }
+
+  /**
+   * Issue 16 on a SQLite file: the receipt step's start and result are journaled in the file,
+   * under the fencing token, and a takeover reconciles instead of mailing again; the mail sent
+   * inside the work doubles under the same crashes.
+   */
+  @Test
+  void onASqliteFileTheReceiptStepNeverMailsTwiceWhereTheWorkDoes() {
+    CommandRun run = CommandRun.run("demo", "--store=sqlite:" + tmp.resolve("steps.db"),
+        "--events", "300", "--seed", "13", "--crash-rate", "0.2", "--lease-ms", "40");
+
+    assertOnceHeld(run, 300);
+    DemoResult.Receipts receipts = run.result().withOnce().receipts();
+    assertThat(receipts.inWork().doubled()).isPositive();
+    assertThat(receipts.keyIgnored()).isEqualTo(receipts.inWork());
+    assertThat(receipts.inStep().doubled()).isZero();
+    assertThat(receipts.reconciled()).isPositive();
   }
 
   @Test
@@ -119,7 +139,7 @@ class DemoStoresTest {
   @Test
   void onPostgresOnceChargesEveryEventOnce() {
     String url = System.getenv("ONCE_POSTGRES_URL");
-    String store = url != null && !url.isBlank() ? url : EmbeddedPostgresServer.jdbcUrl();
+    String store = url != null && !url.isBlank() ? url : dev.once.testkit.TestPostgres.jdbcUrl();
 
     CommandRun run = demo(store, 200);
 
@@ -172,14 +192,19 @@ class DemoStoresTest {
     assertThat(empty.out()).isEmpty();
   }
 
-  /** The pool's threads are gone once the command returns; nothing holds the JVM open. */
+  /**
+   * The demo's threads (it names every thread it starts "once-…") are gone once the command
+   * returns. Only those: servers that earlier test classes started in this JVM (DynamoDB Local's
+   * cached pools) create "pool-N-thread-M" threads whenever they have work, which under load
+   * happened during a demo and failed this check although the demo left nothing behind.
+   */
   private static void assertNoThreadLeftBehind(Set<Thread> before) {
-    long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
     Set<String> left;
     do {
       left = Thread.getAllStackTraces().keySet().stream()
           .filter(t -> !before.contains(t) && t.isAlive())
-          .filter(t -> !t.isDaemon() || t.getName().startsWith("once-"))
+          .filter(t -> t.getName().startsWith("once-"))
           .map(Thread::getName)
           .collect(Collectors.toSet());
       if (left.isEmpty()) {

@@ -227,7 +227,22 @@ class OperatorCommandsTest {
 
       assertThat(run.exitCode()).isEqualTo(2);
       assertThat(run.err()).startsWith("once purge: no table no_such at ")
-          .contains("once schema --apply").doesNotContain("\tat ");
+          .contains("once schema --apply").doesNotContain("\tat ")
+          // The hint names the table, else it would create the default one.
+          .contains(" --table no_such");
+    }
+
+    @Test
+    void anUnknownCommandNamesTheCommandsAndSuggestsTheClosest() {
+      CommandRun typo = CommandRun.run("dmeo");
+      CommandRun unknown = CommandRun.run("frobnicate");
+
+      assertThat(typo.exitCode()).isEqualTo(2);
+      assertThat(typo.err().strip()).startsWith("once: unknown command 'dmeo', did you mean demo")
+          .contains("the commands are demo, schema, inspect");
+      assertThat(unknown.exitCode()).isEqualTo(2);
+      assertThat(unknown.err().strip()).startsWith("once: unknown command 'frobnicate'; the "
+          + "commands are ").doesNotContain("\n");
     }
 
     @Test
@@ -257,7 +272,7 @@ class OperatorCommandsTest {
 
   private static String postgresUrl() {
     String url = System.getenv("ONCE_POSTGRES_URL");
-    return url != null && !url.isBlank() ? url : EmbeddedPostgresServer.jdbcUrl();
+    return url != null && !url.isBlank() ? url : dev.once.testkit.TestPostgres.jdbcUrl();
   }
 
 }

@@ -62,6 +62,25 @@ class ServiceStoresTest {
     }
 
     @Test
+    void inspectReadsRecordsUnderACustomKeyPrefix() {
+      dev.once.IdempotencyKey key = dev.once.IdempotencyKey.of("payments.charge", "k-prefix");
+      try (dev.once.redis.RedisStore payments = dev.once.redis.RedisStore.builder(redis.uri())
+          .keyPrefix("payments:").build()) {
+        dev.once.Once.builder(payments).build().execute(key, dev.once.Fingerprint.of("x"),
+            dev.once.Codecs.utf8(), a -> "ch_1");
+      }
+
+      CommandRun missed = CommandRun.run("inspect", "--store", redis.uri(), "--scope",
+          "payments.charge", "k-prefix");
+      CommandRun found = CommandRun.run("inspect", "--store", redis.uri(), "--key-prefix",
+          "payments:", "--scope", "payments.charge", "k-prefix");
+
+      assertThat(missed.out() + missed.err()).doesNotContain("COMPLETED");
+      assertThat(found.exitCode()).as(found.err()).isZero();
+      assertThat(found.out()).contains("status       COMPLETED");
+    }
+
+    @Test
     void benchComparesWithSetNx() {
       CommandRun run = CommandRun.run("bench", "--store", redis.uri(), "--duration", "150ms",
           "--warmup", "0ms", "--rounds", "1", "--threads", "2");

@@ -5,12 +5,20 @@ import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
 import dev.once.Once;
+import dev.once.OutcomeNotStoredException;
 import dev.once.PayloadTooLargeException;
+import dev.once.ReplayedFailureException;
 import dev.once.Scheduler;
-import dev.once.StoreUnavailableException;
+import dev.once.Step;
+import dev.once.StepFailedException;
 import dev.once.spi.Claim;
+import dev.once.spi.Outcome;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 
 /**
@@ -28,7 +36,11 @@ public final class AttemptImpl implements Attempt {
   private final Once.Config config;
   private final StoreCalls store;
   private volatile Instant leaseUntil;
-  private volatile Checkpoint lastCheckpoint;
+  /** The steps and the user's checkpoint, as last written to (or read from) the record. */
+  private volatile Journal journal;
+  /** Compensations of the steps this attempt completed or replayed, in the order reached. */
+  private final List<Runnable> compensations = new ArrayList<>();
+  private final List<String> compensationNames = new ArrayList<>();
   private volatile boolean leaseLost;
 
   public AttemptImpl(IdempotencyKey key, Claim.Acquired acquired, Once.Config config,
@@ -37,8 +49,9 @@ public final class AttemptImpl implements Attempt {
     this.token = acquired.token();
     this.attemptNumber = acquired.attempt();
     this.takeover = acquired.takeover();
-    this.lastCheckpoint = acquired.checkpoint();
-    this.leaseUntil = acquired.leaseUntil();
+    this.journal = Journal.of(acquired.checkpoint());
+    // The store honours the claim clockSkewMargin longer than this worker may rely on it.
+    this.leaseUntil = acquired.leaseUntil().minus(config.clockSkewMargin());
     this.config = config;
     this.store = store;
   }
@@ -80,23 +93,231 @@ public final class AttemptImpl implements Attempt {
 
   @Override
   public Optional<Checkpoint> lastCheckpoint() {
-    return Optional.ofNullable(lastCheckpoint);
+    return Optional.ofNullable(journal.user());
   }
 
   @Override
   public void checkpoint(String name, byte[] data) {
     Checkpoint checkpoint = Checkpoint.of(name, data);
+    if (name.equals(Journal.CHECKPOINT_NAME)) {
+      throw new IllegalArgumentException("checkpoint name '" + name + "' is reserved for steps");
+    }
     if (checkpoint.size() > config.maxPayloadBytes()) {
       throw new PayloadTooLargeException("checkpoint " + name, checkpoint.size(),
           config.maxPayloadBytes());
     }
-    fenced(() -> store.checkpoint(key, token, checkpoint, config.clock().instant()));
-    lastCheckpoint = checkpoint;
+    write(journal.withUser(checkpoint), "checkpoint " + name);
+  }
+
+  /** Writes {@code next} as the record's checkpoint, fenced, and keeps it as the journal. */
+  private void write(Journal next, String what) {
+    Checkpoint stored = next.toCheckpoint();
+    if (stored.size() > config.maxPayloadBytes()) {
+      throw new PayloadTooLargeException(what + " (with the step journal)", stored.size(),
+          config.maxPayloadBytes());
+    }
+    fenced(() -> store.checkpoint(key, token, stored, config.clock().instant()));
+    journal = next;
+  }
+
+  @Override
+  public <T, X extends Exception> T step(Step<T> step, Step.Body<T, X> body) throws X {
+    Objects.requireNonNull(step, "step");
+    Objects.requireNonNull(body, "body");
+    String name = step.name();
+    String stepKey = key.downstreamKey(name);
+    Journal.Entry entry = journal.entry(name);
+    if (entry != null) {
+      switch (entry.state()) {
+        case DONE -> {
+          T value = step.codec().decode(entry.body());
+          registerCompensation(step, value);
+          return value;
+        }
+        case COMPENSATED -> {
+          return step.codec().decode(entry.body());
+        }
+        case NOT_STORED -> throw new OutcomeNotStoredException(key, "step '" + name + "': "
+            + new String(entry.body(), StandardCharsets.UTF_8));
+        case FAILED -> throw new StepFailedException(key, name, Journal.failureType(entry),
+            Journal.failureMessage(entry));
+        case STARTED -> {
+          if (step.reconciler().isPresent()) {
+            Optional<T> found = reconcile(step, stepKey);
+            if (found.isPresent()) {
+              T value = found.get();
+              journalResult(step, value);
+              registerCompensation(step, value);
+              return value;
+            }
+          }
+        }
+        default -> throw new IllegalStateException("unknown step state " + entry.state());
+      }
+    } else {
+      if (journal.size() >= MAX_STEPS) {
+        throw new IllegalStateException("the work of " + key + " has " + MAX_STEPS
+            + " steps already, the most one key may journal; step '" + name + "' did not run");
+      }
+      if (step.reconciler().isPresent()) {
+        // The intent first: a takeover that finds it asks the reconciler instead of guessing.
+        write(journal.with(new Journal.Entry(name, Journal.State.STARTED, "", new byte[0])),
+            "step " + name);
+      }
+    }
+    T value;
+    try {
+      value = body.run(stepKey);
+    } catch (Exception | Error failure) {
+      if (!(failure instanceof LeaseLostException) && config.failurePolicy().isTerminal(failure)) {
+        write(journal.with(new Journal.Entry(name, Journal.State.FAILED,
+            Outcome.FAILURE_MEDIA_TYPE, Journal.describeFailure(failure))), "step " + name);
+      }
+      throw Execution.rethrow(failure);
+    }
+    journalResult(step, value);
+    registerCompensation(step, value);
+    return value;
+  }
+
+  private <T> Optional<T> reconcile(Step<T> step, String stepKey) {
+    try {
+      Optional<T> found = step.reconciler().orElseThrow().find(stepKey);
+      return found == null ? Optional.empty() : found;
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IllegalStateException("the reconciler of step '" + step.name() + "' of " + key
+          + " failed: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Journals a step's result; one that cannot be stored (too large, or the codec threw) is
+   * journaled as not stored, so the step still never runs again.
+   */
+  private <T> void journalResult(Step<T> step, T value) {
+    String name = step.name();
+    Journal.Entry done;
+    try {
+      byte[] body = step.codec().encode(value);
+      done = new Journal.Entry(name, Journal.State.DONE, step.codec().mediaType(), body);
+      if (journal.with(done).toCheckpoint().size() > config.maxPayloadBytes()) {
+        throw new PayloadTooLargeException("result of step " + name, body.length,
+            config.maxPayloadBytes());
+      }
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
+      LOG.log(System.Logger.Level.WARNING, "the result of step '" + name + "' of " + key
+          + " cannot be journaled (" + e + "); journaled without it, so the step does not run "
+          + "again", e);
+      done = new Journal.Entry(name, Journal.State.NOT_STORED, "",
+          Execution.describe(e).getBytes(StandardCharsets.UTF_8));
+    }
+    write(journal.with(done), "step " + name);
+  }
+
+  private <T> void registerCompensation(Step<T> step, T value) {
+    step.compensation().ifPresent(c -> {
+      if (compensationNames.contains(step.name())) {
+        return;
+      }
+      String compensationKey = key.downstreamKey(step.name() + ":compensation");
+      compensationNames.add(step.name());
+      compensations.add(() -> {
+        try {
+          c.undo(value, compensationKey);
+        } catch (RuntimeException e) {
+          throw e;
+        } catch (Exception e) {
+          throw new CompensationFailed(step.name(), e);
+        }
+      });
+    });
+  }
+
+  /**
+   * Before a terminal failure is stored: commits the journal to it, then runs the compensations of
+   * the completed steps in reverse order, each journaled as done so none runs twice.
+   *
+   * @return the names of the steps compensated, in the order undone (empty when none)
+   * @throws RuntimeException what a compensation threw: the failure must not be stored yet, the
+   *     next attempt retries the remaining compensations
+   */
+  public List<String> compensate(Throwable failure) {
+    if (compensations.isEmpty() && journal.failure() == null) {
+      return List.of();
+    }
+    if (journal.failure() == null) {
+      write(journal.withFailure(new String(Journal.describeFailure(failure),
+          StandardCharsets.UTF_8)), "the failure being compensated");
+    }
+    for (int i = compensations.size() - 1; i >= 0; i--) {
+      String name = compensationNames.get(i);
+      Journal.Entry entry = journal.entry(name);
+      if (entry == null || entry.state() != Journal.State.DONE) {
+        continue;
+      }
+      compensations.get(i).run();
+      write(journal.with(new Journal.Entry(name, Journal.State.COMPENSATED, entry.mediaType(),
+          entry.body())), "compensation of step " + name);
+    }
+    // Every step undone, by this attempt or an earlier one, in the order undone: newest first.
+    List<String> all = new ArrayList<>();
+    List<Journal.Entry> entries = journal.entries();
+    for (int i = entries.size() - 1; i >= 0; i--) {
+      if (entries.get(i).state() == Journal.State.COMPENSATED) {
+        all.add(entries.get(i).name());
+      }
+    }
+    return all;
+  }
+
+  /**
+   * The terminal failure an earlier attempt committed to when it began compensating, or null:
+   * such work ends in that failure whatever it does now.
+   */
+  public ReplayedFailureException committedFailure() {
+    String committed = journal.failure();
+    if (committed == null) {
+      return null;
+    }
+    int nl = committed.indexOf('\n');
+    return new ReplayedFailureException(key, nl < 0 ? committed : committed.substring(0, nl),
+        nl < 0 ? "" : committed.substring(nl + 1));
+  }
+
+  /**
+   * For a terminal failure: runs the compensations ({@link #compensate}) and returns the outcome
+   * to store, the failure (the committed one, if an earlier attempt began compensating) naming
+   * the steps compensated.
+   *
+   * @throws RuntimeException what a compensation threw: store nothing, release the key
+   */
+  public Outcome terminalOutcome(Throwable failure) {
+    ReplayedFailureException committed = committedFailure();
+    List<String> compensated = compensate(failure);
+    String type = committed != null ? committed.failureType() : failure.getClass().getName();
+    String message = committed != null ? committed.failureMessage()
+        : failure.getMessage() == null ? "" : failure.getMessage();
+    return Outcome.failure(type, compensated.isEmpty() ? message
+        : message + " (compensated: " + String.join(", ", compensated) + ")");
+  }
+
+  /** What a compensation threw, checked: wrapped so it can pass through. */
+  public static final class CompensationFailed extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    CompensationFailed(String step, Exception cause) {
+      super("the compensation of step '" + step + "' failed: " + cause, cause);
+    }
   }
 
   @Override
   public void extendLease() {
-    fenced(() -> leaseUntil = store.extend(key, token, config.clock().instant(), config.lease()));
+    fenced(() -> leaseUntil = store.extend(key, token, config.clock().instant(),
+        config.storedLease()).minus(config.clockSkewMargin()));
   }
 
   @Override
@@ -118,8 +339,11 @@ public final class AttemptImpl implements Attempt {
         period.isZero() ? Duration.ofMillis(1) : period);
   }
 
-  /** One heartbeat: extends the lease; a transient store error waits for the next beat. */
-  void heartbeat() {
+  /**
+   * One heartbeat: extends the lease. Whatever goes wrong is logged and told to the listener, and
+   * the next beat tries again; only a lost lease ends the beating (there is nothing left to keep).
+   */
+  public void heartbeat() {
     if (leaseLost) {
       return;
     }
@@ -127,9 +351,25 @@ public final class AttemptImpl implements Attempt {
       extendLease();
     } catch (LeaseLostException e) {
       LOG.log(System.Logger.Level.WARNING, "heartbeat found the lease on {0} lost", key);
-    } catch (StoreUnavailableException e) {
-      LOG.log(System.Logger.Level.WARNING, "heartbeat could not extend the lease on " + key, e);
+      Execution.notify(config.listener(), l -> l.onLeaseLost(key, token));
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "heartbeat could not extend the lease on " + key
+          + "; the next beat tries again", e);
+      Execution.notify(config.listener(), l -> l.onHeartbeatFailed(key, token, e));
     }
+  }
+
+  @Override
+  public void ensureLease() {
+    if (leaseLost) {
+      throw new LeaseLostException(key, token);
+    }
+    Instant now = config.clock().instant();
+    Duration third = config.lease().dividedBy(3);
+    if (now.plus(third).isBefore(leaseUntil)) {
+      return;
+    }
+    extendLease();
   }
 
   private void fenced(Runnable write) {

@@ -57,6 +57,21 @@ public final class CompositeListener implements OnceListener {
   }
 
   @Override
+  public void onOutcomeNotStored(IdempotencyKey key, long token, Throwable cause) {
+    each(l -> l.onOutcomeNotStored(key, token, cause));
+  }
+
+  @Override
+  public void onHeartbeatFailed(IdempotencyKey key, long token, Throwable error) {
+    each(l -> l.onHeartbeatFailed(key, token, error));
+  }
+
+  @Override
+  public void onOutcomeUnknown(IdempotencyKey key, long token, Throwable storeFailure) {
+    each(l -> l.onOutcomeUnknown(key, token, storeFailure));
+  }
+
+  @Override
   public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
     each(l -> l.onStoreCall(operation, elapsed, succeeded));
   }

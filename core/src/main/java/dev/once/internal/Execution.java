@@ -7,10 +7,13 @@ import dev.once.KeyReusedException;
 import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.OnceListener;
+import dev.once.OutcomeNotStoredException;
+import dev.once.OutcomeUnknownException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.Scheduler;
+import dev.once.StoreUnavailableException;
 import dev.once.Work;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
@@ -42,7 +45,7 @@ public final class Execution {
 
   /**
    * Answers a claim that did not acquire, as every execution engine must: the replayed value (or
-   * {@link ReplayedFailureException}), {@link KeyReusedException} or
+   * {@link ReplayedFailureException}, or {@link OutcomeNotStoredException}), {@link KeyReusedException} or
    * {@link RequestInProgressException}, telling the listener. Public for the engines of other
    * modules (transactional mode); not API.
    */
@@ -51,6 +54,9 @@ public final class Execution {
     if (claim instanceof Claim.Replay replay) {
       notify(listener, l -> l.onReplayed(key));
       Outcome outcome = replay.outcome();
+      if (outcome.isNotStored()) {
+        throw new OutcomeNotStoredException(key, outcome.notStoredReason());
+      }
       if (outcome.kind() == Outcome.Kind.FAILURE) {
         throw new ReplayedFailureException(key, outcome.failureType(), outcome.failureMessage());
       }
@@ -99,7 +105,7 @@ public final class Execution {
   }
 
   private ClaimRequest request(IdempotencyKey key, Fingerprint fingerprint) {
-    return new ClaimRequest(key, fingerprint, config.clock().instant(), config.lease(),
+    return new ClaimRequest(key, fingerprint, config.clock().instant(), config.storedLease(),
         config.retention());
   }
 
@@ -114,60 +120,131 @@ public final class Execution {
       value = work.run(attempt);
     } catch (Throwable failure) {
       stop(heartbeat);
-      recordFailure(key, acquired.token(), failure);
+      recordFailure(key, acquired.token(), failure, attempt);
       throw rethrow(failure);
     }
     stop(heartbeat);
-
-    Outcome outcome;
-    try {
-      outcome = Outcome.encode(codec, value, config.maxPayloadBytes(), key);
-    } catch (RuntimeException e) {
-      // Nothing storable: release the claim as retryable, so the caller can fix and retry.
-      recordRetryable(key, acquired.token(), e);
-      throw e;
+    ReplayedFailureException committed = attempt.committedFailure();
+    if (committed != null) {
+      // An earlier attempt began compensating a terminal failure: the work ends in it.
+      recordFailure(key, acquired.token(), committed, attempt);
+      throw committed;
     }
+
+    Outcome outcome = encodeOrMarker(key, acquired.token(), codec, value);
     try {
-      store.complete(key, acquired.token(), outcome, config.clock().instant(), config.retention());
+      storeOutcome(key, acquired.token(), outcome);
     } catch (LeaseLostException e) {
       notify(l -> l.onLeaseLost(key, acquired.token()));
       throw e;
+    } catch (StoreUnavailableException e) {
+      throw outcomeUnknown(key, acquired.token(), e);
     }
     Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
     notify(l -> l.onCompleted(key, acquired.token(), elapsed));
     return new Result<>(value, false, acquired.token());
   }
 
-  private void recordFailure(IdempotencyKey key, long token, Throwable failure) {
+  private void recordFailure(IdempotencyKey key, long token, Throwable failure,
+      AttemptImpl attempt) {
     if (failure instanceof LeaseLostException) {
       notify(l -> l.onLeaseLost(key, token));
       return;
     }
-    boolean terminal = config.failurePolicy().isTerminal(failure);
+    boolean terminal = attempt.committedFailure() != null
+        || config.failurePolicy().isTerminal(failure);
     notify(l -> l.onFailed(key, token, failure, terminal));
+    Outcome terminalOutcome = null;
+    if (terminal) {
+      try {
+        terminalOutcome = attempt.terminalOutcome(failure);
+      } catch (RuntimeException compensationFailure) {
+        // Not stored yet: released, the next attempt replays the steps and compensates the rest.
+        failure.addSuppressed(compensationFailure);
+        LOG.log(System.Logger.Level.WARNING, "compensating the terminal failure of " + key
+            + " failed; released for a retry that compensates the rest", compensationFailure);
+        release(key, token, failure, "compensation failed: " + compensationFailure.getMessage());
+        return;
+      }
+    }
     try {
       if (terminal) {
-        store.complete(key, token, Outcome.failure(failure), config.clock().instant(),
-            config.retention());
+        storeOutcome(key, token, terminalOutcome);
       } else {
         store.fail(key, token, describe(failure), config.clock().instant(), config.retention());
       }
     } catch (RuntimeException storeFailure) {
-      // The caller's exception stays the one thrown; the lease runs out and a retry takes over.
+      // The caller's exception stays the one thrown (attached: the store failure); the lease runs
+      // out and a retry takes over. A terminal failure not stored would run again: say so loudly.
       failure.addSuppressed(storeFailure);
       if (storeFailure instanceof LeaseLostException) {
         notify(l -> l.onLeaseLost(key, token));
+      } else if (storeFailure instanceof StoreUnavailableException unavailable) {
+        LOG.log(terminal ? System.Logger.Level.WARNING : System.Logger.Level.INFO,
+            "the " + (terminal ? "terminal" : "retryable") + " failure of " + key + " (token "
+                + token + ") could not be stored: " + storeFailure.getMessage()
+                + (terminal ? "; unless it was, a retry after the lease runs the work again" : ""));
+        notify(l -> l.onOutcomeUnknown(key, token, unavailable));
       }
     }
   }
 
-  private void recordRetryable(IdempotencyKey key, long token, RuntimeException failure) {
-    notify(l -> l.onFailed(key, token, failure, false));
+  private void release(IdempotencyKey key, long token, Throwable failure, String why) {
     try {
-      store.fail(key, token, describe(failure), config.clock().instant(), config.retention());
+      store.fail(key, token, why.length() > 1000 ? why.substring(0, 1000) : why,
+          config.clock().instant(), config.retention());
     } catch (RuntimeException storeFailure) {
       failure.addSuppressed(storeFailure);
     }
+  }
+
+  /** Pauses before each repeated completion; repeating is safe, stores recognise their writes. */
+  private static final Duration[] COMPLETION_RETRY_PAUSES = {
+      Duration.ofMillis(50), Duration.ofMillis(250)};
+
+  /**
+   * Completes, repeating the same write after a store failure (a reconnect usually cures it): a
+   * completion that was applied although it failed is acknowledged the second time.
+   */
+  private void storeOutcome(IdempotencyKey key, long token, Outcome outcome) {
+    for (int retry = 0; ; retry++) {
+      try {
+        store.complete(key, token, outcome, config.clock().instant(), config.retention());
+        return;
+      } catch (StoreUnavailableException e) {
+        if (retry >= COMPLETION_RETRY_PAUSES.length || !pause(COMPLETION_RETRY_PAUSES[retry])) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  private boolean pause(Duration pause) {
+    try {
+      config.sleeper().sleep(pause);
+      return true;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
+  private OutcomeUnknownException outcomeUnknown(IdempotencyKey key, long token,
+      StoreUnavailableException cause) {
+    OutcomeUnknownException unknown = new OutcomeUnknownException(key, token, cause);
+    LOG.log(System.Logger.Level.WARNING, unknown.getMessage());
+    notify(l -> l.onOutcomeUnknown(key, token, cause));
+    return unknown;
+  }
+
+  /**
+   * The outcome to store for a value the work returned. The work has run: a value that cannot be
+   * stored (too large, or its codec threw) must not make it run again, so the key is completed
+   * with {@link Outcome#notStored} instead, and duplicates get {@link OutcomeNotStoredException}.
+   */
+  private <T> Outcome encodeOrMarker(IdempotencyKey key, long token, Codec<T> codec, T value) {
+    return Outcome.encodeOrNotStored(codec, value, config.maxPayloadBytes(), key,
+        e -> notify(l -> l.onOutcomeNotStored(key, token, e)));
   }
 
   private static void stop(Scheduler.Task heartbeat) {
@@ -194,7 +271,11 @@ public final class Execution {
     }
     try {
       event.accept(listener);
-    } catch (RuntimeException e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
+      // An Error too (a missing class in a metrics library): a listener must never decide
+      // whether the work runs again.
       LOG.log(System.Logger.Level.WARNING, "OnceListener threw; ignored", e);
     }
   }

@@ -16,9 +16,17 @@ import java.util.Objects;
  * @param lease       how long the claim is honoured before another worker may take over
  * @param retention   how long the record is kept, counted from now while in progress and from
  *                    completion once finished
+ * @param claimId     this claim's identity, random and never 0: stored in the record, so that the
+ *                    same request re-sent (a client library retrying after a reconnect, an SDK
+ *                    retry) is recognised as the claimant's own and answered Acquired with the
+ *                    token it was given, not InProgress. A re-send carries the original
+ *                    {@code now}, so it must come within the lease of the original (a client
+ *                    library's command timeout is far shorter): much later, against a key
+ *                    purged meanwhile, its old time would seed an old first token
  */
 public record ClaimRequest(
-    IdempotencyKey key, Fingerprint fingerprint, Instant now, Duration lease, Duration retention) {
+    IdempotencyKey key, Fingerprint fingerprint, Instant now, Duration lease, Duration retention,
+    long claimId) {
 
   public ClaimRequest {
     Objects.requireNonNull(key, "key");
@@ -28,6 +36,24 @@ public record ClaimRequest(
     Objects.requireNonNull(retention, "retention");
     Checks.positive(lease, "lease");
     Checks.positive(retention, "retention");
+    if (claimId == 0) {
+      throw new IllegalArgumentException("claimId 0 means no claim id; use a random one");
+    }
+  }
+
+  /** A claim with a new random {@link #claimId}. */
+  public ClaimRequest(IdempotencyKey key, Fingerprint fingerprint, Instant now, Duration lease,
+      Duration retention) {
+    this(key, fingerprint, now, lease, retention, newClaimId());
+  }
+
+  /** A random claim id, never 0. */
+  public static long newClaimId() {
+    long id;
+    do {
+      id = java.util.concurrent.ThreadLocalRandom.current().nextLong();
+    } while (id == 0);
+    return id;
   }
 
   /** When a claim made by this request stops being honoured. */

@@ -19,6 +19,11 @@ import java.util.Objects;
  *   <li>IN_PROGRESS with a passed lease (takeover) or FAILED (retry): IN_PROGRESS again with token
  *       + 1, attempts + 1, the checkpoint kept.
  * </ol>
+ *
+ * <p>Before all but the first: IN_PROGRESS with a live lease, made by a claim with the request's
+ * own {@link ClaimRequest#claimId} — the same claim re-sent, its first answer lost — answers
+ * {@link Claim.Acquired} with the record's token and lease, unchanged (a store recognises its own
+ * earlier write). Every record a claim writes carries the claim's id.
  */
 public final class ClaimRules {
 
@@ -37,12 +42,15 @@ public final class ClaimRules {
       long token = current == null ? firstToken(request.now()) : current.token() + 1;
       IdempotencyRecord next = new IdempotencyRecord(
           request.key(), Status.IN_PROGRESS, request.fingerprint(), token, request.leaseUntil(), 1,
-          null, null, null, request.now(), request.now(), request.expiresAt());
+          null, null, null, request.now(), request.now(), request.expiresAt(), request.claimId());
       return new Decision(
           new Claim.Acquired(token, false, 1, null, next.leaseUntil()), next);
     }
     if (!current.fingerprint().equals(request.fingerprint())) {
       return new Decision(new Claim.Mismatch(), null);
+    }
+    if (isOwnLiveClaim(current, request)) {
+      return new Decision(resentAnswer(current), null);
     }
     switch (current.status()) {
       case COMPLETED:
@@ -60,6 +68,23 @@ public final class ClaimRules {
   }
 
   /**
+   * Whether {@code current} is IN_PROGRESS under a live lease taken by this very request (its
+   * claim id): the request was sent before and its answer lost.
+   */
+  public static boolean isOwnLiveClaim(IdempotencyRecord current, ClaimRequest request) {
+    return current.claimId() == request.claimId() && current.isLeaseLive(request.now());
+  }
+
+  /**
+   * The answer to a re-sent claim that finds its own live claim: Acquired with the record's token,
+   * attempt, checkpoint and lease. Whether the first answer was a takeover is not kept: false.
+   */
+  public static Claim.Acquired resentAnswer(IdempotencyRecord current) {
+    return new Claim.Acquired(current.token(), false, current.attempts(), current.checkpoint(),
+        current.leaseUntil());
+  }
+
+  /**
    * What {@link IdempotencyStore#reapExpiredLeases} leaves of {@code current} at {@code now}: FAILED
    * ("lease expired") with token, checkpoint and expiry kept, when it is IN_PROGRESS and its lease
    * has passed; null when there is nothing to reap.
@@ -70,7 +95,7 @@ public final class ClaimRules {
     }
     return new IdempotencyRecord(current.key(), Status.FAILED, current.fingerprint(),
         current.token(), current.leaseUntil(), current.attempts(), current.checkpoint(), null,
-        "lease expired", current.createdAt(), now, current.expiresAt());
+        "lease expired", current.createdAt(), now, current.expiresAt(), current.claimId());
   }
 
   /**
@@ -90,7 +115,7 @@ public final class ClaimRules {
     IdempotencyRecord next = new IdempotencyRecord(
         current.key(), Status.IN_PROGRESS, current.fingerprint(), token, request.leaseUntil(),
         attempt, current.checkpoint(), null, current.lastError(), current.createdAt(),
-        request.now(), later(current.expiresAt(), request.expiresAt()));
+        request.now(), later(current.expiresAt(), request.expiresAt()), request.claimId());
     return new Decision(
         new Claim.Acquired(token, takeover, attempt, current.checkpoint(), next.leaseUntil()), next);
   }

@@ -22,6 +22,9 @@ import java.util.Objects;
  * @param createdAt   when the key was first claimed
  * @param updatedAt   when the record last changed
  * @param expiresAt   from this instant on the record is expired and the key behaves as new
+ * @param claimId     the {@link ClaimRequest#claimId} of the claim that made this record
+ *                    IN_PROGRESS last, so a re-sent claim is recognised; 0 when unknown (a record
+ *                    written before claim ids existed)
  */
 public record IdempotencyRecord(
     IdempotencyKey key,
@@ -35,7 +38,16 @@ public record IdempotencyRecord(
     String lastError,
     Instant createdAt,
     Instant updatedAt,
-    Instant expiresAt) {
+    Instant expiresAt,
+    long claimId) {
+
+  /** A record without a known claim id (0). */
+  public IdempotencyRecord(IdempotencyKey key, Status status, Fingerprint fingerprint, long token,
+      Instant leaseUntil, int attempts, Checkpoint checkpoint, Outcome outcome, String lastError,
+      Instant createdAt, Instant updatedAt, Instant expiresAt) {
+    this(key, status, fingerprint, token, leaseUntil, attempts, checkpoint, outcome, lastError,
+        createdAt, updatedAt, expiresAt, 0);
+  }
 
   public IdempotencyRecord {
     Objects.requireNonNull(key, "key");
@@ -48,6 +60,20 @@ public record IdempotencyRecord(
     if (status == Status.COMPLETED && outcome == null) {
       throw new IllegalArgumentException("a COMPLETED record needs an outcome");
     }
+  }
+
+  /**
+   * Whether a fenced write under {@code token} already made this record what the write would:
+   * COMPLETED under that token with an equal outcome. Such a write re-sent (after a reconnect, by
+   * an SDK retry) is acknowledged, not refused as a lost lease.
+   */
+  public boolean isCompletedAs(long token, Outcome outcome) {
+    return status == Status.COMPLETED && this.token == token && this.outcome.equals(outcome);
+  }
+
+  /** As {@link #isCompletedAs}, for {@code fail}: FAILED under {@code token} with that error. */
+  public boolean isFailedAs(long token, String error) {
+    return status == Status.FAILED && this.token == token && Objects.equals(lastError, error);
   }
 
   /** Whether the retention has passed at {@code now}: the boundary instant itself is expired. */

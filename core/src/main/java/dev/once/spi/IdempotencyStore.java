@@ -27,12 +27,23 @@ import java.util.Set;
  *       {@code now < leaseUntil} and {@code now < expiresAt} decide the same as with exact
  *       instants; the microsecond is the coarsest precision allowed.
  *   <li>Transient trouble (connection loss, lock timeout, serialization failure) throws
- *       {@link StoreUnavailableException}; nothing is half-written.
+ *       {@link StoreUnavailableException}; nothing is half-written, but a write may have been
+ *       applied although its answer was lost ({@link StoreUnavailableException#mayHaveBeenApplied}).
+ *   <li>A store recognises its own earlier write, so that a command re-sent after a reconnect or
+ *       by an SDK retry is not a conflict: a claim re-sent with the same
+ *       {@link ClaimRequest#claimId} that finds its own live claim answers Acquired with its
+ *       token ({@link ClaimRules#isOwnLiveClaim}); a completion or failure repeated under the same
+ *       token with the same content after it was applied is acknowledged
+ *       ({@link IdempotencyRecord#isCompletedAs}, {@link IdempotencyRecord#isFailedAs}); extend and
+ *       checkpoint repeated under a live token simply apply again.
  * </ul>
  */
 public interface IdempotencyStore extends AutoCloseable {
 
-  /** Claims a key atomically; see {@link ClaimRules#decide} for the decision. */
+  /**
+   * Claims a key atomically; see {@link ClaimRules#decide} for the decision. The record made
+   * IN_PROGRESS keeps the request's {@link ClaimRequest#claimId}.
+   */
   Claim claim(ClaimRequest request);
 
   /**
@@ -41,7 +52,8 @@ public interface IdempotencyStore extends AutoCloseable {
    * decided in order: the second sees the first's claim.
    *
    * <p>All or nothing for the caller: when this throws, the caller holds none of the batch's
-   * claims. A store either acquires nothing (the JDBC store decides the batch in one transaction,
+   * claims, wherever in the batch the failure happened (first, middle or last request; in a
+   * pipelined store, also the requests whose answers came after the failed one). A store either acquires nothing (the JDBC store decides the batch in one transaction,
    * rolled back on failure) or, before throwing, releases every claim it acquired in this batch
    * with {@link #fail} (FAILED, retryable: the next claim of the key retries it at once, with the
    * next token), as the default and the Redis and DynamoDB stores do. The release is best effort:
@@ -73,9 +85,12 @@ public interface IdempotencyStore extends AutoCloseable {
   }
 
   /**
-   * Stores the final outcome: IN_PROGRESS → COMPLETED, kept until {@code now + retention}.
+   * Stores the final outcome: IN_PROGRESS → COMPLETED, kept until {@code now + retention}. The
+   * same completion repeated after it was applied (COMPLETED under {@code token} with an equal
+   * outcome) is acknowledged and changes nothing.
    *
-   * @throws LeaseLostException if the record is not IN_PROGRESS under {@code token}
+   * @throws LeaseLostException if the record is not IN_PROGRESS under {@code token} (and not
+   *     already completed by this very write)
    */
   void complete(IdempotencyKey key, long token, Outcome outcome, Instant now, Duration retention);
 
@@ -126,9 +141,11 @@ public interface IdempotencyStore extends AutoCloseable {
 
   /**
    * Records a retryable failure: IN_PROGRESS → FAILED, kept (never deleted, so the token keeps
-   * growing) until {@code now + retention}.
+   * growing) until {@code now + retention}. The same failure repeated after it was applied
+   * (FAILED under {@code token} with an equal error) is acknowledged and changes nothing.
    *
-   * @throws LeaseLostException if the record is not IN_PROGRESS under {@code token}
+   * @throws LeaseLostException if the record is not IN_PROGRESS under {@code token} (and not
+   *     already failed by this very write)
    */
   void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention);
 

@@ -18,6 +18,15 @@ public final class Outcome {
   /** Media type of the failure bodies {@link #failure(String, String)} writes. */
   public static final String FAILURE_MEDIA_TYPE = "application/vnd.once.failure";
 
+  /**
+   * Media type of the marker {@link #notStored(String)} writes: the work ran and succeeded, but
+   * its result could not be stored (too large, or its codec failed).
+   */
+  public static final String NOT_STORED_MEDIA_TYPE = "application/vnd.once.not-stored";
+
+  /** The longest reason {@link #notStored(String)} keeps, in characters. */
+  private static final int MAX_REASON_CHARS = 1000;
+
   private final Kind kind;
   private final String mediaType;
   private final byte[] body;
@@ -54,6 +63,29 @@ public final class Outcome {
     return new Outcome(Kind.SUCCESS, codec.mediaType(), body);
   }
 
+  /**
+   * {@code value} encoded by {@code codec}; or, when it cannot be stored (larger than
+   * {@code maxPayloadBytes}, or the codec threw, an Error included), the {@link #notStored} marker,
+   * after logging a warning and telling {@code onNotStored} why. For execution engines: the work
+   * has run, so a value that cannot be stored must still finish the key, never make it run again.
+   * A {@link VirtualMachineError} passes through.
+   */
+  public static <T> Outcome encodeOrNotStored(Codec<T> codec, T value, int maxPayloadBytes,
+      Object what, java.util.function.Consumer<Throwable> onNotStored) {
+    try {
+      return encode(codec, value, maxPayloadBytes, what);
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
+      System.getLogger(Outcome.class.getName()).log(System.Logger.Level.WARNING, "the result of "
+          + what + " cannot be stored (" + e.getMessage() + "); the key is completed without it,"
+          + " and duplicates get OutcomeNotStoredException instead of a re-run", e);
+      onNotStored.accept(e);
+      String message = e.getMessage();
+      return notStored(e.getClass().getName() + (message == null ? "" : ": " + message));
+    }
+  }
+
   /** The terminal failure of {@code failure}: its class name and message. */
   public static Outcome failure(Throwable failure) {
     return failure(failure.getClass().getName(), failure.getMessage());
@@ -64,6 +96,29 @@ public final class Outcome {
     Objects.requireNonNull(type, "type");
     String text = type + "\n" + (message == null ? "" : message);
     return new Outcome(Kind.FAILURE, FAILURE_MEDIA_TYPE, text.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /**
+   * The outcome of work that ran and succeeded but whose result could not be stored: a SUCCESS
+   * marker carrying only {@code reason} (cut to 1,000 characters). Stored like any outcome, so
+   * the key is finished and the work never runs again because its result was big; a duplicate
+   * is told the result was not kept ({@code OutcomeNotStoredException}).
+   */
+  public static Outcome notStored(String reason) {
+    Objects.requireNonNull(reason, "reason");
+    String text = reason.length() > MAX_REASON_CHARS ? reason.substring(0, MAX_REASON_CHARS)
+        : reason;
+    return new Outcome(Kind.SUCCESS, NOT_STORED_MEDIA_TYPE, text.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Whether this is the marker of {@link #notStored(String)}. */
+  public boolean isNotStored() {
+    return kind == Kind.SUCCESS && NOT_STORED_MEDIA_TYPE.equals(mediaType);
+  }
+
+  /** For the marker of {@link #notStored(String)}: why the result was not kept. */
+  public String notStoredReason() {
+    return new String(body, StandardCharsets.UTF_8);
   }
 
   public Kind kind() {

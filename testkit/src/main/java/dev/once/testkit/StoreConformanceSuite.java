@@ -6,17 +6,18 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.once.Checkpoint;
 import dev.once.Codecs;
+import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.KeyReusedException;
 import dev.once.LeaseLostException;
 import dev.once.Once;
+import dev.once.OutcomeNotStoredException;
 import dev.once.PayloadTooLargeException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
-import dev.once.FailurePolicy;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
@@ -83,6 +84,28 @@ public abstract class StoreConformanceSuite {
 
   /** A store over the real server. Called before each test; closed after it. */
   protected abstract IdempotencyStore newStore();
+
+  /**
+   * Makes every claim of {@code key} fail inside the real store (a value of the wrong type at the
+   * key, a trigger that raises for it, a broken shard), so that a batch claim fails part-way; true
+   * if the store can. {@link #heal} undoes it. The partial-batch tests are skipped for a store that
+   * cannot inject such a fault (the default).
+   */
+  protected boolean poison(IdempotencyKey key) {
+    return false;
+  }
+
+  /** Undoes {@link #poison}: claims of {@code key} work again. */
+  protected void heal(IdempotencyKey key) {}
+
+  /**
+   * A second client of the same records, as another process (or this one restarted) would open:
+   * by default a new {@link #newStore()}. A store whose instances do not share records (in
+   * memory) returns {@link #store}. Closed by the test.
+   */
+  protected IdempotencyStore anotherClient() {
+    return newStore();
+  }
 
   @BeforeEach
   void openStore() {
@@ -966,6 +989,339 @@ public abstract class StoreConformanceSuite {
   // ---------------------------------------------------------------------------------------------
 
   @Nested
+  @DisplayName("re-sent commands")
+  class Resent {
+
+    @Test
+    void aResentClaimFindsItsOwnClaimAndIsAcquiredWithItsToken() {
+      IdempotencyKey key = newKey();
+      ClaimRequest request = request(key, FP);
+      Claim.Acquired first = (Claim.Acquired) store.claim(request);
+      IdempotencyRecord afterFirst = record(key);
+
+      Claim again = store.claim(request);
+
+      assertThat(again).isInstanceOf(Claim.Acquired.class);
+      assertThat(((Claim.Acquired) again).token()).isEqualTo(first.token());
+      assertThat(((Claim.Acquired) again).leaseUntil()).isEqualTo(first.leaseUntil());
+      assertThat(record(key)).isEqualTo(afterFirst);
+      assertThat(afterFirst.claimId()).isEqualTo(request.claimId());
+      // Anyone else's claim, at the same instant, still finds the key in progress.
+      assertThat(store.claim(request(key, FP))).isEqualTo(new Claim.InProgress(first.leaseUntil()));
+    }
+
+    @Test
+    void aResentTakeoverIsAcquiredWithTheTakeoversToken() {
+      IdempotencyKey key = newKey();
+      long first = acquire(key).token();
+      clock.advance(LEASE);
+      ClaimRequest takeover = request(key, FP);
+      Claim.Acquired taken = (Claim.Acquired) store.claim(takeover);
+
+      Claim again = store.claim(takeover);
+
+      assertThat(taken.token()).isEqualTo(first + 1);
+      assertThat(again).isInstanceOf(Claim.Acquired.class);
+      assertThat(((Claim.Acquired) again).token()).isEqualTo(first + 1);
+      assertThat(record(key).token()).isEqualTo(first + 1);
+    }
+
+    @Test
+    void aResentClaimInABatchIsAcquiredWithItsTokens() {
+      IdempotencyKey a = newKey();
+      IdempotencyKey b = newKey();
+      List<ClaimRequest> batch = List.of(request(a, FP), request(b, FP));
+      List<Claim> first = store.claimAll(batch);
+
+      List<Claim> again = store.claimAll(batch);
+
+      assertThat(again).isEqualTo(first);
+    }
+
+    @Test
+    void aRepeatedCompletionIsAcknowledgedAndChangesNothing() {
+      IdempotencyKey key = newKey();
+      long token = acquire(key).token();
+      complete(key, token, text("done"));
+      IdempotencyRecord done = record(key);
+      clock.advance(Duration.ofSeconds(1));
+
+      store.complete(key, token, text("done"), done.updatedAt(), RETENTION);
+
+      assertThat(record(key)).isEqualTo(done);
+      assertThatThrownBy(() -> complete(key, token, text("other")))
+          .isInstanceOf(LeaseLostException.class);
+      assertThat(store.completeAll(List.of(new Completion(key, token, text("done"))),
+          done.updatedAt(), RETENTION)).isEmpty();
+      assertThat(record(key)).isEqualTo(done);
+    }
+
+    @Test
+    void aRepeatedFailureIsAcknowledgedAndChangesNothing() {
+      IdempotencyKey key = newKey();
+      long token = acquire(key).token();
+      store.fail(key, token, "gateway timeout", clock.instant(), RETENTION);
+      IdempotencyRecord failed = record(key);
+
+      store.fail(key, token, "gateway timeout", clock.instant(), RETENTION);
+
+      assertThat(record(key)).isEqualTo(failed);
+      assertThatThrownBy(() -> store.fail(key, token, "other", clock.instant(), RETENTION))
+          .isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> complete(key, token, text("late")))
+          .isInstanceOf(LeaseLostException.class);
+    }
+
+    @Test
+    void aZombiesRepeatedWritesAreStillFenced() {
+      IdempotencyKey key = newKey();
+      long zombie = acquire(key).token();
+      complete(key, zombie, text("first"));
+      // The key expires and is claimed anew: the old token's repeated completion must not count.
+      clock.advance(RETENTION);
+      long successor = acquire(key).token();
+
+      assertThatThrownBy(() -> complete(key, zombie, text("first")))
+          .isInstanceOf(LeaseLostException.class);
+      assertThat(record(key).status()).isEqualTo(Status.IN_PROGRESS);
+      assertThat(record(key).token()).isEqualTo(successor);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("a batch claim that fails part-way")
+  class PartialBatch {
+
+    private void failsAt(int bad, int size) {
+      List<IdempotencyKey> keys = new ArrayList<>();
+      for (int i = 0; i < size; i++) {
+        keys.add(newKey());
+      }
+      assumeTrue(poison(keys.get(bad)), "the store cannot inject a claim fault");
+      List<ClaimRequest> batch = new ArrayList<>();
+      keys.forEach(k -> batch.add(request(k, FP)));
+      try {
+        assertThatThrownBy(() -> store.claimAll(batch)).isInstanceOf(RuntimeException.class);
+      } finally {
+        heal(keys.get(bad));
+      }
+
+      // Nothing of the batch is held: every key is claimable at once, by anyone.
+      for (IdempotencyKey key : keys) {
+        assertThat(store.claim(request(key, FP))).as("%s after the failed batch", key)
+            .isInstanceOf(Claim.Acquired.class);
+      }
+    }
+
+    @Test
+    void failingFirstLeavesNothingClaimed() {
+      failsAt(0, 3);
+    }
+
+    @Test
+    void failingInTheMiddleLeavesNothingClaimed() {
+      failsAt(1, 3);
+    }
+
+    @Test
+    void failingLastLeavesNothingClaimed() {
+      failsAt(2, 3);
+    }
+
+    @Test
+    void failingInTheMiddleOfALargeBatchLeavesNothingClaimed() {
+      failsAt(17, 40);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
+  @DisplayName("durable steps")
+  class Steps {
+
+    @Test
+    void aJournaledStepIsReplayedToATakeoverOnAnotherStoreInstance() {
+      IdempotencyKey key = newKey();
+      AtomicInteger mails = new AtomicInteger();
+      IdempotencyStore restarted = anotherClient();
+      try {
+        assertThatThrownBy(() -> once(Once.builder(store)).execute(key, FP, Codecs.utf8(), a -> {
+          a.step("mail", Codecs.utf8(), k -> "mail-" + mails.incrementAndGet());
+          // This worker freezes past its lease; a worker on another store client takes over.
+          clock.advance(LEASE);
+          String taken = once(Once.builder(restarted)).execute(key, FP, Codecs.utf8(), b ->
+              b.step("mail", Codecs.utf8(), k -> "mail-" + mails.incrementAndGet())
+                  + "/" + b.step("ledger", Codecs.utf8(), k -> "ledger"));
+          assertThat(taken).isEqualTo("mail-1/ledger");
+          return a.step("ledger", Codecs.utf8(), k -> "zombie ledger");
+        })).isInstanceOf(LeaseLostException.class);
+      } finally {
+        restarted.close();
+      }
+
+      assertThat(mails).hasValue(1);
+      assertThat(once(Once.builder(store)).execute(key, FP, Codecs.utf8(), a -> "never"))
+          .isEqualTo("mail-1/ledger");
+    }
+
+    /** Where the first worker's thread is stopped, then interrupted after a takeover. */
+    enum KillPoint { BEFORE_STEP, AFTER_EFFECT, AFTER_STEP, INSIDE_COMPENSATION }
+
+    static java.util.stream.Stream<org.junit.jupiter.params.provider.Arguments> killPoints() {
+      List<org.junit.jupiter.params.provider.Arguments> points = new ArrayList<>();
+      for (KillPoint point : new KillPoint[] {
+          KillPoint.BEFORE_STEP, KillPoint.AFTER_EFFECT, KillPoint.AFTER_STEP}) {
+        for (int step = 0; step < 3; step++) {
+          points.add(org.junit.jupiter.params.provider.Arguments.of(point, step));
+        }
+      }
+      points.add(org.junit.jupiter.params.provider.Arguments.of(KillPoint.INSIDE_COMPENSATION, 0));
+      points.add(org.junit.jupiter.params.provider.Arguments.of(KillPoint.INSIDE_COMPENSATION, 1));
+      return points.stream();
+    }
+
+    /**
+     * A three-step saga on a real thread, stopped at {@code point} of step {@code at}, taken over
+     * on another thread once its lease passed, then interrupted (its thread "killed"). Each
+     * step's effect happens once (reconciled by the step key), each compensation once (the
+     * refund API deduplicates on the compensation key, as the Step javadoc asks).
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0} at step {1}")
+    @org.junit.jupiter.params.provider.MethodSource("killPoints")
+    void aSagaWhoseWorkerIsKilledAnywhereRunsEachEffectOnce(KillPoint point, int at)
+        throws Exception {
+      IdempotencyKey key = newKey();
+      boolean fails = point == KillPoint.INSIDE_COMPENSATION;
+      java.util.Map<String, Integer> effects = new java.util.concurrent.ConcurrentHashMap<>();
+      Set<String> refunds = java.util.concurrent.ConcurrentHashMap.newKeySet();
+      AtomicInteger refundCalls = new AtomicInteger();
+      CountDownLatch reached = new CountDownLatch(1);
+      CountDownLatch never = new CountDownLatch(1);
+      Once once = once(Once.builder(store)
+          .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalArgumentException.class)));
+      Thread[] first = new Thread[1];
+
+      Callable<String> saga = () -> once.execute(key, FP, Codecs.utf8(), a -> {
+        boolean killable = Thread.currentThread() == first[0];
+        StringBuilder out = new StringBuilder();
+        for (int s = 0; s < 3; s++) {
+          int step = s;
+          String name = "s" + step;
+          if (killable && point == KillPoint.BEFORE_STEP && step == at) {
+            stop(reached, never);
+          }
+          out.append(a.step(dev.once.Step.of(name, Codecs.utf8())
+              .reconcile(k -> effects.containsKey(k) ? Optional.of(name + "-done")
+                  : Optional.empty())
+              .compensate((r, k) -> {
+                refundCalls.incrementAndGet();
+                refunds.add(k);
+                if (killable && point == KillPoint.INSIDE_COMPENSATION && step == at) {
+                  stop(reached, never);
+                }
+              }), k -> {
+                a.ensureLease();
+                effects.merge(k, 1, Integer::sum);
+                if (killable && point == KillPoint.AFTER_EFFECT && step == at) {
+                  stop(reached, never);
+                }
+                return name + "-done";
+              }));
+          if (killable && point == KillPoint.AFTER_STEP && step == at) {
+            stop(reached, never);
+          }
+          if (fails && step == 1) {
+            throw new IllegalArgumentException("declined");
+          }
+        }
+        return out.toString();
+      });
+
+      ExecutorService threads = Executors.newFixedThreadPool(2);
+      try {
+        Future<String> stopped = threads.submit(() -> {
+          first[0] = Thread.currentThread();
+          return saga.call();
+        });
+        assertThat(reached.await(30, TimeUnit.SECONDS)).as("the first worker stopped").isTrue();
+        clock.advance(LEASE.plusSeconds(1));
+        Future<String> takeover = threads.submit(saga);
+        String result = null;
+        try {
+          result = takeover.get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+          assertThat(fails).as("only the failing saga throws: %s", e.getCause()).isTrue();
+        }
+        stopped.cancel(true); // the stopped worker's thread is interrupted: it is killed
+        try {
+          stopped.get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException
+            | java.util.concurrent.CancellationException expected) {
+          // killed
+        }
+
+        assertThat(effects.values()).as("effects per step").allMatch(n -> n == 1);
+        if (fails) {
+          assertThat(refunds).as("each completed step undone once").hasSize(2);
+          assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> "never"))
+              .isInstanceOfSatisfying(ReplayedFailureException.class, e -> assertThat(
+                  e.failureMessage()).isEqualTo("declined (compensated: s1, s0)"));
+        } else {
+          assertThat(effects).hasSize(3);
+          assertThat(result).isEqualTo("s0-dones1-dones2-done");
+          assertThat(once.execute(key, FP, Codecs.utf8(), a -> "never")).isEqualTo(result);
+        }
+      } finally {
+        threads.shutdownNow();
+      }
+    }
+
+    /** Stops this thread until it is interrupted (killed): it never goes on. */
+    private void stop(CountDownLatch reached, CountDownLatch never) {
+      reached.countDown();
+      try {
+        never.await();
+      } catch (InterruptedException e) {
+        throw new IllegalStateException("killed");
+      }
+      throw new IllegalStateException("cannot happen: nobody releases the latch");
+    }
+
+    @Test
+    void aReconciledStepAndACompensatedSagaRunEachEffectOnce() {
+      IdempotencyKey key = newKey();
+      List<String> effects = new ArrayList<>();
+      Once once = once(Once.builder(store)
+          .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalArgumentException.class)));
+      dev.once.Step<String> charge = dev.once.Step.of("charge", Codecs.utf8())
+          .reconcile(k -> effects.contains("charge") ? Optional.of("found") : Optional.empty())
+          .compensate((r, k) -> effects.add("refund " + r));
+
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> a.step(charge, k -> {
+        effects.add("charge");
+        throw new IllegalStateException("died before journaling"); // retryable
+      }))).isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> {
+        a.step(charge, k -> {
+          effects.add("charge again");
+          return "charged";
+        });
+        throw new IllegalArgumentException("card declined later");
+      })).isInstanceOf(IllegalArgumentException.class);
+
+      assertThat(effects).containsExactly("charge", "refund found");
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> "never"))
+          .isInstanceOfSatisfying(ReplayedFailureException.class, e ->
+              assertThat(e.failureMessage()).isEqualTo("card declined later (compensated: charge)"));
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  @Nested
   @DisplayName("through Once")
   class ThroughOnce {
 
@@ -1077,16 +1433,20 @@ public abstract class StoreConformanceSuite {
     }
 
     @Test
-    void oversizedOutcomeIsNotStoredAndTheKeyCanBeRetried() {
+    void anOversizedOutcomeFinishesTheKeyWithoutItsValueAndTheWorkNeverRunsAgain() {
       Once once = once(Once.builder(store).maxPayloadBytes(16));
       IdempotencyKey key = newKey();
+      AtomicInteger runs = new AtomicInteger();
 
-      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> "x".repeat(17)))
-          .isInstanceOf(PayloadTooLargeException.class);
+      assertThat(once.execute(key, FP, Codecs.utf8(), a -> "x".repeat(16 + runs.incrementAndGet())))
+          .isEqualTo("x".repeat(17));
       IdempotencyRecord r = record(key);
-      assertThat(r.status()).isEqualTo(Status.FAILED);
-      assertThat(r.outcome()).isNull();
-      assertThat(once.execute(key, FP, Codecs.utf8(), a -> "x".repeat(16))).isEqualTo("x".repeat(16));
+      assertThat(r.status()).isEqualTo(Status.COMPLETED);
+      assertThat(r.outcome().isNotStored()).isTrue();
+      assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), a -> "y" + runs.incrementAndGet()))
+          .isInstanceOf(OutcomeNotStoredException.class)
+          .hasMessageContaining("PayloadTooLargeException");
+      assertThat(runs).hasValue(1);
     }
 
     @Test
@@ -1115,6 +1475,69 @@ public abstract class StoreConformanceSuite {
       assertThatThrownBy(() -> once.execute(key, FP, Codecs.utf8(), null))
           .isInstanceOf(NullPointerException.class);
       assertThat(store.find(key)).isEmpty();
+    }
+
+    @Test
+    void aHostWhoseClockRunsAheadCannotTakeOverBeforeTheHoldersLeaseEnds() throws Exception {
+      assertThat(raceWithASkewedHost(Duration.ofSeconds(10)))
+          .as("effects with a margin covering the skew").isEqualTo(1);
+    }
+
+    @Test
+    void withoutAMarginAHostWhoseClockRunsAheadTakesOverEarly() throws Exception {
+      // The hazard the margin exists for, shown on the real store: both run the effect.
+      assertThat(raceWithASkewedHost(Duration.ZERO)).as("effects without a margin").isEqualTo(2);
+    }
+
+    /**
+     * A holder runs the work on one thread; on another, a host whose clock runs 5 s ahead claims
+     * the same key when the holder has 1 s of its lease left. Returns how often the effect ran.
+     */
+    private int raceWithASkewedHost(Duration margin) throws Exception {
+      Duration skew = Duration.ofSeconds(5);
+      Once holder = Once.builder(store).clock(clock).lease(LEASE).retention(RETENTION)
+          .clockSkewMargin(margin).build();
+      Once ahead = Once.builder(store).clock(java.time.Clock.offset(clock, skew)).lease(LEASE)
+          .retention(RETENTION).clockSkewMargin(margin).build();
+      IdempotencyKey key = newKey();
+      AtomicInteger effects = new AtomicInteger();
+      CountDownLatch inside = new CountDownLatch(1);
+      CountDownLatch tried = new CountDownLatch(1);
+      ExecutorService threads = Executors.newFixedThreadPool(2);
+      try {
+        Future<String> first = threads.submit(() -> holder.execute(key, FP, Codecs.utf8(), a -> {
+          effects.incrementAndGet();
+          inside.countDown();
+          assertThat(tried.await(30, TimeUnit.SECONDS)).isTrue();
+          return "holder";
+        }));
+        assertThat(inside.await(30, TimeUnit.SECONDS)).isTrue();
+        clock.advance(LEASE.minusSeconds(1));
+        Future<String> second = threads.submit(() -> {
+          try {
+            return ahead.execute(key, FP, Codecs.utf8(), a -> {
+              effects.incrementAndGet();
+              return "ahead";
+            });
+          } catch (RequestInProgressException e) {
+            return "in progress";
+          } finally {
+            tried.countDown();
+          }
+        });
+        String secondAnswer = second.get(30, TimeUnit.SECONDS);
+        try {
+          first.get(30, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+          assertThat(e.getCause()).isInstanceOf(LeaseLostException.class);
+        }
+        if (effects.get() == 1) {
+          assertThat(secondAnswer).isEqualTo("in progress");
+        }
+        return effects.get();
+      } finally {
+        threads.shutdownNow();
+      }
     }
   }
 }

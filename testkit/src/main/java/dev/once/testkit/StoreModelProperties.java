@@ -33,13 +33,16 @@ import net.jqwik.api.lifecycle.BeforeProperty;
 /**
  * A property test of a store against a small, independently written model of the state machine.
  * Random interleavings of claims, completions, retryable failures, checkpoints, lease extensions,
- * clock jumps, reaping and purging by several workers on a few keys must
+ * clock jumps, reaping and purging by several workers on a few keys — and the same claim or
+ * write re-sent, as a client library does after a reconnect — must
  *
  * <ul>
  *   <li>answer every claim as the model does (so two workers never both own a live claim),
  *   <li>refuse every write from a worker whose token is stale, changing nothing,
  *   <li>replay to every duplicate exactly the first outcome stored for the key,
- *   <li>leave a record equal to the model's after every step.
+ *   <li>leave a record equal to the model's after every step,
+ *   <li>recognise a re-sent claim as its claimant's own (Acquired, same token) and acknowledge a
+ *       repeated completion or failure that was already applied.
  * </ul>
  *
  * Extend it with a store over the real server, as for {@link StoreConformanceSuite}.
@@ -91,6 +94,12 @@ public abstract class StoreModelProperties {
 
   record PurgeStep() implements Step {}
 
+  /** The worker's last claim request sent again, byte for byte (same claim id and time). */
+  record ResendClaimStep(int worker, int key) implements Step {}
+
+  /** The worker's last completion or failure sent again, byte for byte. */
+  record RepeatWriteStep(int worker, int key) implements Step {}
+
   @Provide
   Arbitrary<List<Step>> runs() {
     Arbitrary<Integer> worker = Arbitraries.integers().between(0, WORKERS - 1);
@@ -110,7 +119,9 @@ public abstract class StoreModelProperties {
         Tuple.of(3, Arbitraries.of(1L, 5L, 9L, 10L, 11L, 30L, 60L, 61L)
             .map(AdvanceStep::new)),
         Tuple.of(1, Arbitraries.just(new ReapStep())),
-        Tuple.of(1, Arbitraries.just(new PurgeStep())));
+        Tuple.of(1, Arbitraries.just(new PurgeStep())),
+        Tuple.of(2, Combinators.combine(worker, key).as(ResendClaimStep::new)),
+        Tuple.of(2, Combinators.combine(worker, key).as(RepeatWriteStep::new)));
     return step.list().ofMinSize(1).ofMaxSize(maxSteps());
   }
 
@@ -128,8 +139,13 @@ public abstract class StoreModelProperties {
     Instant expiresAt;
     int attempts;
     String outcome;
+    String lastError;
     String checkpoint;
+    long claimId;
   }
+
+  /** A completion (outcome set) or failure (error set) as a worker sent it. */
+  private record Write(long token, String outcome, String error, Instant now) {}
 
   /** One run: a fresh scope, a fresh clock, the model and what each worker believes it holds. */
   private final class Run {
@@ -138,6 +154,8 @@ public abstract class StoreModelProperties {
     final Map<Integer, ModelRecord> model = new HashMap<>();
     final Map<Integer, String> firstOutcome = new HashMap<>();
     final long[][] held = new long[WORKERS][KEYS];
+    final ClaimRequest[][] lastClaim = new ClaimRequest[WORKERS][KEYS];
+    final Write[][] lastWrite = new Write[WORKERS][KEYS];
 
     IdempotencyKey key(int k) {
       return IdempotencyKey.of(scope, "k" + k);
@@ -159,19 +177,22 @@ public abstract class StoreModelProperties {
         claim(s, now);
       } else if (step instanceof CompleteStep s) {
         String outcome = "w" + s.worker() + "-t" + held[s.worker()][s.key()];
-        write(s.worker(), s.key(), () -> store.complete(key(s.key()), held[s.worker()][s.key()],
-            text(outcome), now, RETENTION), m -> {
-          m.status = Status.COMPLETED;
-          m.outcome = outcome;
-          m.expiresAt = now.plus(RETENTION);
-          firstOutcome.putIfAbsent(s.key(), outcome);
-        });
+        send(s.worker(), s.key(), new Write(held[s.worker()][s.key()], outcome, null, now));
       } else if (step instanceof FailStep s) {
-        write(s.worker(), s.key(), () -> store.fail(key(s.key()), held[s.worker()][s.key()], "boom",
-            now, RETENTION), m -> {
-          m.status = Status.FAILED;
-          m.expiresAt = later(now.plus(RETENTION), m.leaseUntil);
-        });
+        send(s.worker(), s.key(), new Write(held[s.worker()][s.key()], null, "boom", now));
+      } else if (step instanceof RepeatWriteStep s) {
+        Write w = lastWrite[s.worker()][s.key()];
+        if (w != null) {
+          send(s.worker(), s.key(), w);
+        }
+      } else if (step instanceof ResendClaimStep s) {
+        ClaimRequest r = lastClaim[s.worker()][s.key()];
+        // A client library re-sends within its command timeout, far less than a lease; a claim
+        // re-sent later still, with its old time, could find the key purged and seed a token
+        // from that old time (see ClaimRequest#claimId).
+        if (r != null && now.isBefore(r.now().plus(LEASE))) {
+          claim(s.worker(), s.key(), r);
+        }
       } else if (step instanceof CheckpointStep s) {
         String name = "cp-w" + s.worker() + "-t" + held[s.worker()][s.key()];
         write(s.worker(), s.key(), () -> store.checkpoint(key(s.key()), held[s.worker()][s.key()],
@@ -191,6 +212,7 @@ public abstract class StoreModelProperties {
         model.values().forEach(m -> {
           if (m.status == Status.IN_PROGRESS && !now.isBefore(m.leaseUntil)) {
             m.status = Status.FAILED;
+            m.lastError = "lease expired";
           }
         });
       } else if (step instanceof PurgeStep) {
@@ -202,9 +224,62 @@ public abstract class StoreModelProperties {
     }
 
     void claim(ClaimStep s, Instant now) {
-      Claim claim = store.claim(new ClaimRequest(key(s.key()), FINGERPRINTS[s.fingerprint()], now,
-          LEASE, RETENTION));
+      ClaimRequest request = new ClaimRequest(key(s.key()), FINGERPRINTS[s.fingerprint()], now,
+          LEASE, RETENTION);
+      lastClaim[s.worker()][s.key()] = request;
+      claim(s.worker(), s.key(), request);
+    }
+
+    /** Sends {@code w} (again, if it was sent before) and checks the store against the model. */
+    void send(int worker, int k, Write w) {
+      lastWrite[worker][k] = w;
+      ModelRecord m = model.get(k);
+      boolean applied = m != null && m.token == w.token() && (w.outcome() != null
+          ? m.status == Status.COMPLETED && w.outcome().equals(m.outcome)
+          : m.status == Status.FAILED && w.error().equals(m.lastError));
+      if (applied) {
+        // Already applied: acknowledged, nothing changes.
+        Optional<IdempotencyRecord> before = store.find(key(k));
+        writeCall(k, w).run();
+        assertThat(store.find(key(k))).as("a repeated write changes nothing").isEqualTo(before);
+        return;
+      }
+      write(worker, k, w.token(), writeCall(k, w), w.outcome() != null ? r -> {
+        r.status = Status.COMPLETED;
+        r.outcome = w.outcome();
+        r.expiresAt = w.now().plus(RETENTION);
+        firstOutcome.putIfAbsent(k, w.outcome());
+      } : r -> {
+        r.status = Status.FAILED;
+        r.lastError = w.error();
+        r.expiresAt = later(w.now().plus(RETENTION), r.leaseUntil);
+      });
+    }
+
+    Runnable writeCall(int k, Write w) {
+      return w.outcome() != null
+          ? () -> store.complete(key(k), w.token(), text(w.outcome()), w.now(), RETENTION)
+          : () -> store.fail(key(k), w.token(), w.error(), w.now(), RETENTION);
+    }
+
+    void claim(int worker, int k, ClaimRequest request) {
+      Instant now = request.now();
+      int fingerprint = request.fingerprint().equals(FINGERPRINTS[0]) ? 0 : 1;
+      ClaimStep s = new ClaimStep(worker, k, fingerprint);
+      Claim claim = store.claim(request);
       ModelRecord m = model.get(s.key());
+      if (m != null && now.isBefore(m.expiresAt) && m.fingerprint == fingerprint
+          && m.status == Status.IN_PROGRESS && now.isBefore(m.leaseUntil)
+          && m.claimId == request.claimId()) {
+        // The same claim re-sent: its claimant's own, answered as the first time.
+        assertThat(claim).isInstanceOf(Claim.Acquired.class);
+        Claim.Acquired acquired = (Claim.Acquired) claim;
+        assertThat(acquired.token()).isEqualTo(m.token);
+        assertThat(acquired.leaseUntil()).isEqualTo(m.leaseUntil);
+        assertThat(acquired.attempt()).isEqualTo(m.attempts);
+        held[worker][k] = acquired.token();
+        return;
+      }
       if (m == null || !now.isBefore(m.expiresAt)) {
         ModelRecord fresh = new ModelRecord();
         // A key with no record starts at the claim time in epoch millis (see ClaimRules.firstToken).
@@ -214,6 +289,7 @@ public abstract class StoreModelProperties {
         fresh.leaseUntil = now.plus(LEASE);
         fresh.expiresAt = now.plus(RETENTION);
         fresh.attempts = 1;
+        fresh.claimId = request.claimId();
         model.put(s.key(), fresh);
         firstOutcome.remove(s.key());
         expectAcquired(claim, s, fresh, false);
@@ -233,6 +309,7 @@ public abstract class StoreModelProperties {
         m.status = Status.IN_PROGRESS;
         m.leaseUntil = now.plus(LEASE);
         m.expiresAt = later(m.expiresAt, now.plus(RETENTION));
+        m.claimId = request.claimId();
         expectAcquired(claim, s, m, takeover);
       }
     }
@@ -254,8 +331,13 @@ public abstract class StoreModelProperties {
 
     /** A write by {@code worker}: succeeds exactly when the model says the worker still owns the key. */
     void write(int worker, int k, Runnable call, java.util.function.Consumer<ModelRecord> effect) {
+      write(worker, k, held[worker][k], call, effect);
+    }
+
+    void write(int worker, int k, long token, Runnable call,
+        java.util.function.Consumer<ModelRecord> effect) {
       ModelRecord m = model.get(k);
-      boolean owns = m != null && m.status == Status.IN_PROGRESS && m.token == held[worker][k];
+      boolean owns = m != null && m.status == Status.IN_PROGRESS && m.token == token;
       Optional<IdempotencyRecord> before = store.find(key(k));
       try {
         call.run();
@@ -282,6 +364,7 @@ public abstract class StoreModelProperties {
       assertThat(r.leaseUntil()).isEqualTo(m.leaseUntil);
       assertThat(r.expiresAt()).isEqualTo(m.expiresAt);
       assertThat(r.attempts()).isEqualTo(m.attempts);
+      assertThat(r.claimId()).as("claim id of k%s", k).isEqualTo(m.claimId);
       assertThat(r.checkpoint() == null ? null : r.checkpoint().name()).isEqualTo(m.checkpoint);
       if (m.status == Status.COMPLETED) {
         assertThat(new String(r.outcome().body(), StandardCharsets.UTF_8)).isEqualTo(m.outcome);

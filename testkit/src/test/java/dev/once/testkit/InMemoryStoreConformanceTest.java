@@ -8,4 +8,10 @@ class InMemoryStoreConformanceTest extends StoreConformanceSuite {
   protected IdempotencyStore newStore() {
     return new InMemoryStore();
   }
+
+  /** Instances do not share records: the second client is the same store. */
+  @Override
+  protected IdempotencyStore anotherClient() {
+    return store;
+  }
 }

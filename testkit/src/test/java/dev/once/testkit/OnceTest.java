@@ -293,6 +293,17 @@ class OnceTest {
   }
 
   @Test
+  void aNullArgumentSaysWhatToPassAndStoresNothing() {
+    Once once = builder().build();
+
+    assertThatThrownBy(() -> once.execute(key, null, Codecs.utf8(), a -> "x"))
+        .isInstanceOf(NullPointerException.class).hasMessageContaining("Fingerprint.of(");
+    assertThatThrownBy(() -> once.execute(key, FP, null, a -> "x"))
+        .isInstanceOf(NullPointerException.class).hasMessageContaining("Codecs.utf8()");
+    assertThat(store.find(key)).isEmpty();
+  }
+
+  @Test
   void builderRejectsBadSettings() {
     assertThatThrownBy(() -> builder().lease(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("lease");

@@ -3,8 +3,8 @@ package dev.once.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Attempt;
-import dev.once.Fingerprint;
 import dev.once.FailurePolicy;
+import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.OnceListener;
@@ -21,7 +21,9 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -50,6 +52,21 @@ abstract class IdempotentConsumerContract {
 
   /** A fresh, empty record of side effects. */
   protected abstract Effects newEffects();
+
+  /** A real outage of the store under test, begun and ended by the test. */
+  protected abstract StoreOutage outage();
+
+  /** A fault of the store that makes its calls fail until it ends. */
+  interface StoreOutage {
+    /** The store to build a {@code Once} on: the store under test, as the outage reaches it. */
+    IdempotencyStore store();
+
+    /** From now on the store's calls fail. */
+    void begin();
+
+    /** The store works again, with what it held before the outage. */
+    void end();
+  }
 
   private Effects effects;
   private ExecutorService threads;
@@ -228,6 +245,54 @@ abstract class IdempotentConsumerContract {
   }
 
   @Test
+  void stepsRunOnceAcrossRetriesAndATerminalFailureCompensatesThemOnce() {
+    String topic = Broker.topic(Broker.unique("saga"), 1);
+    String group = Broker.unique("group");
+    Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+    Once once = Once.builder(store())
+        .failurePolicy(FailurePolicy.retryAll().terminalOn(PoisonException.class)).build();
+    IdempotentConsumer<String, String> consumer = consumer(once, (record, attempt) -> {
+      String v = record.value();
+      attempt.step(dev.once.Step.of("reserve", dev.once.Codecs.utf8())
+              .compensate((r, k) -> count(calls, "release " + v)),
+          k -> "reserved " + count(calls, "reserve " + v));
+      attempt.step(dev.once.Step.of("charge", dev.once.Codecs.utf8())
+          .compensate((r, k) -> count(calls, "refund " + v)), k -> {
+            if (count(calls, "charge " + v) == 1 && v.equals("flaky")) {
+              throw new IllegalStateException("gateway timeout"); // retryable
+            }
+            return "charged";
+          });
+      if (v.equals("declined")) {
+        throw new PoisonException("card declined after the charge");
+      }
+      effect(record, attempt);
+    }).maxAttempts(3).build();
+    Broker.send(topic, 0, "k-flaky", "flaky");
+    Broker.send(topic, 0, "k-declined", "declined");
+    start(consumer, group, topic);
+
+    Await.until("both committed", () -> Map.of(0, 2L).equals(Broker.committed(group)),
+        () -> Broker.committed(group) + " " + calls);
+    // The retried record did not reserve twice; the declined one was undone, each undo once.
+    assertThat(calls).containsOnlyKeys("reserve flaky", "charge flaky", "reserve declined",
+        "charge declined", "refund declined", "release declined");
+    assertThat(calls.get("reserve flaky")).hasValue(1);
+    assertThat(calls.get("charge flaky")).hasValue(2);
+    assertThat(calls.get("refund declined")).hasValue(1);
+    assertThat(calls.get("release declined")).hasValue(1);
+    IdempotencyRecord declined = store().find(IdempotencyKey.of(group, "k-declined"))
+        .orElseThrow();
+    assertThat(declined.outcome().failureMessage())
+        .isEqualTo("card declined after the charge (compensated: charge, reserve)");
+    assertThat(effects.counts()).containsOnlyKeys("flaky");
+  }
+
+  private static int count(Map<String, AtomicInteger> calls, String what) {
+    return calls.computeIfAbsent(what, w -> new AtomicInteger()).incrementAndGet();
+  }
+
+  @Test
   void orderWithinEachPartitionIsKeptThroughRetries() {
     String topic = Broker.topic(Broker.unique("order"), 3);
     String group = Broker.unique("group");
@@ -331,6 +396,193 @@ abstract class IdempotentConsumerContract {
     clock.advance(Duration.ofSeconds(1)); // past the partition's pause (the loop's clock)
     Await.until("everything committed", () -> Map.of(0, 5L).equals(Broker.committed(group)),
         () -> Broker.committed(group).toString());
+    assertThat(effects.counts()).hasSize(5).allSatisfy((event, n) -> assertThat(n).isOne());
+  }
+
+  @Test
+  void aSlowBatchKeepsTheLeasesOfItsWaitingRecordsAliveWithOneHeartbeat() {
+    String topic = Broker.topic(Broker.unique("slow"), 1);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 5; i++) {
+      Broker.send(topic, 0, "k" + i, "e" + i);
+    }
+    List<ConsumerRecord<String, String>> sent = Broker.readAll(topic, 5);
+    ManualClock clock = new ManualClock(Instant.now());
+    ManualScheduler beats = new ManualScheduler();
+    Once once = Once.builder(store()).clock(clock).lease(LEASE).heartbeat(beats).build();
+    // Another consumer of the group over the same store and clock (e.g. one the partition was
+    // handed to while this one is still busy), running the same effect.
+    IdempotentConsumer<String, String> rival = consumer(once(clock), this::effect).build();
+    List<BatchResult> rivalResults = new CopyOnWriteArrayList<>();
+    IdempotentConsumer<String, String> slow = consumer(once, (record, attempt) -> {
+      effect(record, attempt);
+      // Each handler outlasts the lease; meanwhile the heartbeat beats every third of it, as it
+      // would in real time.
+      for (int third = 0; third < 4; third++) {
+        clock.advance(LEASE.dividedBy(3));
+        beats.tick();
+      }
+      // The rival tries to take the records still waiting their turn in this batch.
+      List<ConsumerRecord<String, String>> waiting =
+          sent.subList((int) record.offset() + 1, sent.size());
+      if (!waiting.isEmpty()) {
+        rivalResults.add(rival.process(waiting, group));
+      }
+    }).build();
+    start(slow, group, topic);
+
+    Await.until("everything committed (or the rival ran a record)",
+        () -> Map.of(0, 5L).equals(Broker.committed(group))
+            || rivalResults.stream().anyMatch(r -> r.handled() > 0),
+        () -> Broker.committed(group) + " " + effects.counts());
+    assertThat(effects.counts()).hasSize(5).allSatisfy((event, n) -> assertThat(n).isOne());
+    assertThat(rivalResults).as("the waiting records were in progress for the rival").hasSize(4)
+        .allSatisfy(r -> {
+          assertThat(r.handled()).isZero();
+          assertThat(r.offsetsToCommit()).isEmpty();
+        });
+  }
+
+  @Test
+  void withoutAHeartbeatAWaitingRecordTakenOverMeanwhileIsNotRunAgain() {
+    String topic = Broker.topic(Broker.unique("waiting"), 1);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 5; i++) {
+      Broker.send(topic, 0, "k" + i, "e" + i);
+    }
+    List<ConsumerRecord<String, String>> sent = Broker.readAll(topic, 5);
+    ManualClock clock = new ManualClock(Instant.now());
+    IdempotencyKey k1 = IdempotencyKey.of(group, "k1");
+    List<IdempotencyKey> leasesLost = new CopyOnWriteArrayList<>();
+    Once once = Once.builder(store()).clock(clock).lease(LEASE).listener(new OnceListener() {
+      @Override
+      public void onLeaseLost(IdempotencyKey key, long token) {
+        leasesLost.add(key);
+      }
+    }).build();
+    IdempotentConsumer<String, String> rival = consumer(once(clock), this::effect).build();
+    AtomicReference<BatchResult> rivalResult = new AtomicReference<>();
+    IdempotentConsumer<String, String> slow = consumer(once, (record, attempt) -> {
+      effect(record, attempt);
+      clock.advance(LEASE.plusSeconds(1)); // each handler outlasts the lease; no heartbeat runs
+      if (record.value().equals("e0") && rivalResult.get() == null) {
+        // The batch's claim on k1 has passed: the rival takes it over and handles e1.
+        rivalResult.set(rival.process(List.of(sent.get(1)), group));
+      }
+    }).build();
+    start(slow, group, topic);
+
+    Await.until("e0 committed and k1 found lost before its handler ran",
+        () -> Map.of(0, 1L).equals(Broker.committed(group)) && leasesLost.contains(k1),
+        () -> Broker.committed(group) + " " + leasesLost + " " + effects.counts());
+    assertThat(rivalResult.get().handled()).isOne();
+    assertThat(effects.counts()).isEqualTo(Map.of("e0", 1, "e1", 1));
+    clock.advance(Duration.ofSeconds(1)); // past the partition's pause (the loop's clock)
+
+    // e1 is a duplicate now; e2..e4 outlast the lease each too, but nobody takes them: the
+    // lease of each is extended just before its handler runs.
+    Await.until("everything committed", () -> Map.of(0, 5L).equals(Broker.committed(group)),
+        () -> Broker.committed(group) + " " + effects.counts());
+    assertThat(effects.counts()).hasSize(5).allSatisfy((event, n) -> assertThat(n).isOne());
+    assertThat(leasesLost).containsExactly(k1);
+  }
+
+  @Test
+  void outcomesTheStoreFailedToTakeAreStoredNotRunAgainWhenItRecovers() {
+    String topic = Broker.topic(Broker.unique("outage"), 1);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 5; i++) {
+      Broker.send(topic, 0, "k" + i, "e" + i);
+    }
+    StoreOutage outage = outage();
+    ManualClock clock = new ManualClock(Instant.now());
+    AtomicInteger failedCompletions = new AtomicInteger();
+    Once once = Once.builder(outage.store()).clock(clock).lease(LEASE)
+        .listener(failedCalls("completeAll", failedCompletions)).build();
+    AtomicBoolean broken = new AtomicBoolean();
+    IdempotentConsumer<String, String> consumer = consumer(once, (record, attempt) -> {
+      effect(record, attempt);
+      if (record.value().equals("e4") && broken.compareAndSet(false, true)) {
+        outage.begin(); // the last handler has returned: the batch's completeAll fails
+      }
+    }).build();
+    try {
+      start(consumer, group, topic);
+      Await.until("the batch's completeAll failed", () -> failedCompletions.get() > 0,
+          effects.counts()::toString);
+      assertThat(effects.counts()).hasSize(5);
+    } finally {
+      outage.end();
+    }
+    // The records come again only after the lease, and no heartbeat extended the claims. The
+    // kept outcomes are stored first, so they are duplicates.
+    clock.advance(LEASE.plusSeconds(1));
+    awaitCommitted(group, Map.of(0, 5L), clock);
+    assertThat(effects.counts()).hasSize(5).allSatisfy((event, n) -> assertThat(n).isOne());
+    for (int i = 0; i < 5; i++) {
+      assertThat(store().find(IdempotencyKey.of(group, "k" + i)).orElseThrow().status())
+          .isEqualTo(Status.COMPLETED);
+    }
+  }
+
+  @Test
+  void theHeartbeatStoresKeptOutcomesOnceTheStoreRecoversAndKeepsTheirClaimsMeanwhile() {
+    String topic = Broker.topic(Broker.unique("outage-beat"), 1);
+    String group = Broker.unique("group");
+    for (int i = 0; i < 5; i++) {
+      Broker.send(topic, 0, "k" + i, "e" + i);
+    }
+    List<ConsumerRecord<String, String>> sent = Broker.readAll(topic, 5);
+    StoreOutage outage = outage();
+    ManualClock clock = new ManualClock(Instant.now());
+    ManualScheduler beats = new ManualScheduler();
+    AtomicInteger failedCompletions = new AtomicInteger();
+    List<IdempotencyKey> failedBeats = new CopyOnWriteArrayList<>();
+    Once once = Once.builder(outage.store()).clock(clock).lease(LEASE).heartbeat(beats)
+        .listener(new OnceListener() {
+          @Override
+          public void onHeartbeatFailed(IdempotencyKey key, long token, Throwable error) {
+            failedBeats.add(key);
+          }
+
+          @Override
+          public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
+            if (operation.equals("completeAll") && !succeeded) {
+              failedCompletions.incrementAndGet();
+            }
+          }
+        }).build();
+    AtomicBoolean broken = new AtomicBoolean();
+    IdempotentConsumer<String, String> consumer = consumer(once, (record, attempt) -> {
+      effect(record, attempt);
+      if (record.value().equals("e4") && broken.compareAndSet(false, true)) {
+        outage.begin();
+      }
+    }).build();
+    try {
+      start(consumer, group, topic);
+      Await.until("the batch's completeAll failed", () -> failedCompletions.get() > 0,
+          effects.counts()::toString);
+      // The store is still down: each beat fails, is told, and keeps the claims. (Ticked until
+      // the processor has kept them: the listener hears of the failed call before that.)
+      Await.until("a failed beat for each kept claim", () -> {
+        beats.tick();
+        return Set.copyOf(failedBeats).size() == 5;
+      }, failedBeats::toString);
+    } finally {
+      outage.end();
+    }
+    beats.tick(); // the store is back: the beat stores the kept outcomes, before any redelivery
+    for (int i = 0; i < 5; i++) {
+      assertThat(store().find(IdempotencyKey.of(group, "k" + i)).orElseThrow().status())
+          .isEqualTo(Status.COMPLETED);
+    }
+    // Long after the lease, another consumer gets them as duplicates.
+    clock.advance(LEASE.multipliedBy(2));
+    BatchResult rival = consumer(once(clock), this::effect).build().process(sent, group);
+    assertThat(rival.replayed()).isEqualTo(5);
+
+    awaitCommitted(group, Map.of(0, 5L), clock);
     assertThat(effects.counts()).hasSize(5).allSatisfy((event, n) -> assertThat(n).isOne());
   }
 
@@ -444,6 +696,33 @@ abstract class IdempotentConsumerContract {
 
   Once once(Clock clock) {
     return Once.builder(store()).clock(clock).lease(LEASE).build();
+  }
+
+  /**
+   * Waits for {@code group} to commit {@code offsets}, moving {@code clock} on by 100 ms at each
+   * look: the loop pauses a partition until a time of that clock, which may have been set after
+   * the test last moved it.
+   */
+  void awaitCommitted(String group, Map<Integer, Long> offsets, ManualClock clock) {
+    Await.until("offsets " + offsets + " committed", () -> {
+      if (offsets.equals(Broker.committed(group))) {
+        return true;
+      }
+      clock.advance(Duration.ofMillis(100));
+      return false;
+    }, () -> Broker.committed(group) + " " + effects.counts());
+  }
+
+  /** A listener counting the failed store calls of one operation ("completeAll", …). */
+  static OnceListener failedCalls(String operation, AtomicInteger count) {
+    return new OnceListener() {
+      @Override
+      public void onStoreCall(String op, Duration elapsed, boolean succeeded) {
+        if (op.equals(operation) && !succeeded) {
+          count.incrementAndGet();
+        }
+      }
+    };
   }
 
   IdempotentConsumer.Builder<String, String> consumer(Once once,

@@ -4,9 +4,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
-import java.io.IOException;
-import java.io.UncheckedIOException;
+import dev.once.testkit.TestPostgres;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -20,41 +18,21 @@ final class Postgres {
 
   static final HikariDataSource DATA_SOURCE;
   static final JdbcStore STORE;
+  /** The store's table (unqualified). */
+  static final String TABLE;
 
   static {
-    String url = System.getenv("ONCE_POSTGRES_URL");
     HikariConfig config = new HikariConfig();
     config.setPoolName("once-kafka-postgres");
     config.setMaximumPoolSize(10);
     config.setMinimumIdle(2);
     config.setConnectionTimeout(10_000);
-    String table;
-    if (url != null && !url.isBlank()) {
-      config.setJdbcUrl(url);
-      table = "once_kafka_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
-    } else {
-      EmbeddedPostgres pg;
-      try {
-        pg = EmbeddedPostgres.builder()
-            // Test data is disposable: trade durability for speed.
-            .setServerConfig("fsync", "off")
-            .setServerConfig("synchronous_commit", "off")
-            .setServerConfig("full_page_writes", "off")
-            .start();
-      } catch (IOException e) {
-        throw new UncheckedIOException("embedded PostgreSQL did not start", e);
-      }
-      config.setJdbcUrl(pg.getJdbcUrl("postgres", "postgres"));
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        try {
-          pg.close();
-        } catch (IOException e) {
-          // exiting anyway
-        }
-      }));
-      table = JdbcStore.DEFAULT_TABLE;
-    }
+    config.setJdbcUrl(TestPostgres.jdbcUrl());
+    String table = TestPostgres.isExternal()
+        ? "once_kafka_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8)
+        : JdbcStore.DEFAULT_TABLE;
     DATA_SOURCE = new HikariDataSource(config);
+    TABLE = table;
     STORE = JdbcStore.builder(DATA_SOURCE).dialect(JdbcDialect.POSTGRESQL).table(table).build();
     STORE.createSchema();
     if (!table.equals(JdbcStore.DEFAULT_TABLE)) {
@@ -63,6 +41,15 @@ final class Postgres {
   }
 
   private Postgres() {}
+
+  /** Runs one statement on a connection of the pool. */
+  static void execute(String sql) {
+    try (Connection c = DATA_SOURCE.getConnection(); Statement s = c.createStatement()) {
+      s.execute(sql);
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
 
   static void dropAtExit(String table) {
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

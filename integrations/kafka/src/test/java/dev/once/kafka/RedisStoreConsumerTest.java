@@ -22,4 +22,29 @@ class RedisStoreConsumerTest extends IdempotentConsumerContract {
   protected Effects newEffects() {
     return new MemoryEffects();
   }
+
+  /**
+   * The server runs out of memory: with {@code maxmemory} below what it uses and no eviction
+   * (the default policy), it refuses every write with an OOM error until the limit is lifted.
+   */
+  @Override
+  protected StoreOutage outage() {
+    return new StoreOutage() {
+      @Override
+      public IdempotencyStore store() {
+        return Holder.STORE;
+      }
+
+      @Override
+      public void begin() {
+        Holder.SERVER.call("CONFIG", "SET", "maxmemory-policy", "noeviction");
+        Holder.SERVER.call("CONFIG", "SET", "maxmemory", "1");
+      }
+
+      @Override
+      public void end() {
+        Holder.SERVER.call("CONFIG", "SET", "maxmemory", "0");
+      }
+    };
+  }
 }

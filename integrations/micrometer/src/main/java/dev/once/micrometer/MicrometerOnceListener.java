@@ -17,8 +17,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * An {@link OnceListener} that records Micrometer meters, named in {@link OnceMetrics}: a counter
- * of outcomes, a timer of executions and a timer of store calls, tagged with the scope and the
- * store.
+ * of outcomes, a timer of executions, a timer of store calls and a counter of failed heartbeats,
+ * tagged with the scope and the store.
  *
  * <pre>{@code
  * Once once = Once.builder(store)
@@ -114,6 +114,29 @@ public final class MicrometerOnceListener implements OnceListener {
   }
 
   @Override
+  public void onOutcomeNotStored(IdempotencyKey key, long token, Throwable cause) {
+    count(OnceMetrics.NOT_STORED, key);
+  }
+
+  @Override
+  public void onOutcomeUnknown(IdempotencyKey key, long token, Throwable storeFailure) {
+    count(OnceMetrics.OUTCOME_UNKNOWN, key);
+  }
+
+  @Override
+  public void onHeartbeatFailed(IdempotencyKey key, long token, Throwable error) {
+    String scope = scope(key);
+    String exception = error == null ? "none" : error.getClass().getSimpleName();
+    counters.computeIfAbsent("heartbeat\0" + exception + "\0" + scope, k -> Counter
+        .builder(OnceMetrics.HEARTBEAT_FAILURES)
+        .description("Heartbeats that could not extend the lease of running logic")
+        .tags(commonTags)
+        .tag(OnceMetrics.TAG_EXCEPTION, exception.isEmpty() ? "anonymous" : exception)
+        .tag(OnceMetrics.TAG_SCOPE, scope)
+        .register(registry)).increment();
+  }
+
+  @Override
   public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
     String result = succeeded ? OnceMetrics.SUCCESS : OnceMetrics.ERROR;
     timers.computeIfAbsent("store\0" + operation + "\0" + result, k -> Timer
@@ -158,6 +181,19 @@ public final class MicrometerOnceListener implements OnceListener {
     return scopeTag ? key.scope() : "all";
   }
 
+  /**
+   * The store's name from its class: the simple name without a trailing {@code Store},
+   * lower-case ({@code JdbcStore} → {@code jdbc}).
+   */
+  static String storeNameOf(IdempotencyStore store) {
+    Objects.requireNonNull(store, "store");
+    String name = store.getClass().getSimpleName();
+    if (name.endsWith("Store") && name.length() > "Store".length()) {
+      name = name.substring(0, name.length() - "Store".length());
+    }
+    return name.isEmpty() ? "store" : name.toLowerCase(Locale.ROOT);
+  }
+
   /** Configures a {@link MicrometerOnceListener}. */
   public static final class Builder {
     private final MeterRegistry registry;
@@ -185,12 +221,7 @@ public final class MicrometerOnceListener implements OnceListener {
      * {@code JdbcStore} → {@code jdbc}).
      */
     public Builder store(IdempotencyStore store) {
-      Objects.requireNonNull(store, "store");
-      String name = store.getClass().getSimpleName();
-      if (name.endsWith("Store") && name.length() > "Store".length()) {
-        name = name.substring(0, name.length() - "Store".length());
-      }
-      return storeName(name.isEmpty() ? "store" : name.toLowerCase(Locale.ROOT));
+      return storeName(storeNameOf(store));
     }
 
     /** Tags added to every meter, e.g. the application's name. */

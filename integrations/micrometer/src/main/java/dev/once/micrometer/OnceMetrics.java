@@ -10,6 +10,7 @@ package dev.once.micrometer;
  *   <tr><td>{@value #OUTCOMES}</td><td>counter</td><td>outcome, scope, store</td></tr>
  *   <tr><td>{@value #EXECUTIONS}</td><td>timer</td><td>result, scope, store</td></tr>
  *   <tr><td>{@value #STORE_CALLS}</td><td>timer</td><td>operation, result, store</td></tr>
+ *   <tr><td>{@value #HEARTBEAT_FAILURES}</td><td>counter</td><td>exception, scope, store</td></tr>
  * </table>
  *
  * <p>Every meter also carries the common tags given to the builder. Keys and tenants are never
@@ -23,7 +24,8 @@ public final class OnceMetrics {
    * Counter: what happened to each call, tagged {@link #TAG_OUTCOME} with one of
    * {@link #ACQUIRED}, {@link #TAKEOVER}, {@link #REPLAYED}, {@link #IN_PROGRESS},
    * {@link #MISMATCH}, {@link #COMPLETED}, {@link #FAILED}, {@link #FAILED_TERMINAL},
-   * {@link #LEASE_LOST}. The values do not overlap: executions started = acquired + takeover.
+   * {@link #LEASE_LOST}, {@link #NOT_STORED}, {@link #OUTCOME_UNKNOWN}. Executions started = acquired + takeover; a
+   * {@link #NOT_STORED} execution is also counted {@link #COMPLETED} once its marker is stored.
    */
   public static final String OUTCOMES = "once.outcomes";
 
@@ -41,6 +43,14 @@ public final class OnceMetrics {
    */
   public static final String STORE_CALLS = "once.store.calls";
 
+  /**
+   * Counter: a heartbeat that could not extend the lease of running logic (the store was down, or
+   * anything unexpected), tagged {@link #TAG_EXCEPTION} (the error's simple class name) and
+   * {@link #TAG_SCOPE}. The logic goes on and the next beat tries again; each failed beat counts.
+   * A heartbeat that finds the lease lost counts {@link #LEASE_LOST} on {@link #OUTCOMES} instead.
+   */
+  public static final String HEARTBEAT_FAILURES = "once.heartbeat.failures";
+
   /** Tag: the outcome, on {@link #OUTCOMES}. */
   public static final String TAG_OUTCOME = "outcome";
   /** Tag: the key's scope (the operation or consumer), on {@link #OUTCOMES} and {@link #EXECUTIONS}. */
@@ -51,6 +61,8 @@ public final class OnceMetrics {
   public static final String TAG_OPERATION = "operation";
   /** Tag: how an execution or a store call ended. */
   public static final String TAG_RESULT = "result";
+  /** Tag: the simple class name of the error, on {@link #HEARTBEAT_FAILURES}. */
+  public static final String TAG_EXCEPTION = "exception";
 
   /** A claim of a new key, or of one whose last attempt failed retryably: the logic runs. */
   public static final String ACQUIRED = "acquired";
@@ -70,6 +82,19 @@ public final class OnceMetrics {
   public static final String FAILED_TERMINAL = "failed_terminal";
   /** A write under the token was refused: another worker had taken over. */
   public static final String LEASE_LOST = "lease_lost";
+  /**
+   * The logic succeeded but its result could not be stored (larger than the payload bound, or
+   * the codec threw): the key was completed with a marker instead, so the logic never runs again
+   * and duplicates get {@code OutcomeNotStoredException}. Counted when it happens; the execution
+   * then also counts {@link #COMPLETED} once the marker is stored.
+   */
+  public static final String NOT_STORED = "not_stored";
+  /**
+   * The work ran, but storing its outcome (a value, a terminal failure or a release) failed even
+   * when repeated: whether it is stored is unknown ({@code OutcomeUnknownException}). Unless it
+   * was stored, the key runs again once its lease passes. Alert on it.
+   */
+  public static final String OUTCOME_UNKNOWN = "outcome_unknown";
 
   /** {@link #TAG_RESULT} of a store call that returned. */
   public static final String SUCCESS = "success";

@@ -3,6 +3,7 @@ package dev.once.micrometer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.Codec;
 import dev.once.Codecs;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
@@ -11,8 +12,11 @@ import dev.once.InMemoryStore;
 import dev.once.KeyReusedException;
 import dev.once.LeaseLostException;
 import dev.once.Once;
+import dev.once.OutcomeNotStoredException;
+import dev.once.OutcomeUnknownException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
+import dev.once.Scheduler;
 import dev.once.StoreUnavailableException;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
@@ -22,10 +26,15 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /** Real executions over {@link InMemoryStore}, observed through a {@link SimpleMeterRegistry}. */
@@ -221,5 +230,115 @@ class MicrometerOnceListenerTest {
     assertThat(acquired.getId().getTag(OnceMetrics.TAG_SCOPE)).isEqualTo("all");
     assertThat(acquired.getId().getTag(OnceMetrics.TAG_STORE)).isEqualTo("memory");
     assertThat(acquired.count()).isEqualTo(2);
+  }
+
+  @Test
+  void countsResultsThatCouldNotBeStored() {
+    Once bounded = Once.builder(store).clock(clock).listener(listener).maxPayloadBytes(16).build();
+    IdempotencyKey big = IdempotencyKey.of("reports", "r1");
+    String value = "a result longer than sixteen bytes";
+    assertThat(bounded.execute(big, Fingerprint.of("a"), Codecs.utf8(), attempt -> value))
+        .isEqualTo(value);
+    assertThatThrownBy(() -> bounded.execute(big, Fingerprint.of("a"), Codecs.utf8(),
+        attempt -> "never")).isInstanceOf(OutcomeNotStoredException.class);
+
+    Codec<String> broken = new Codec<>() {
+      @Override
+      public String mediaType() {
+        return "text/plain";
+      }
+
+      @Override
+      public byte[] encode(String v) {
+        throw new IllegalStateException("cannot encode");
+      }
+
+      @Override
+      public String decode(byte[] bytes) {
+        throw new AssertionError("never replayed");
+      }
+    };
+    once.execute(IdempotencyKey.of("reports", "r2"), Fingerprint.of("a"), broken, attempt -> "x");
+
+    assertThat(outcomes(OnceMetrics.NOT_STORED, "reports")).isEqualTo(2);
+    // The marker completes the key: the executions are counted completed, and the duplicate is a
+    // replay (of the marker), not a run.
+    assertThat(outcomes(OnceMetrics.COMPLETED, "reports")).isEqualTo(2);
+    assertThat(outcomes(OnceMetrics.REPLAYED, "reports")).isEqualTo(1);
+    assertThat(outcomes(OnceMetrics.ACQUIRED, "reports")).isEqualTo(2);
+    assertThat(outcomes(OnceMetrics.FAILED, "reports")).isZero();
+    assertThat(executions(OnceMetrics.COMPLETED, "reports")).isEqualTo(2);
+  }
+
+  @Test
+  void countsHeartbeatsThatCouldNotExtendTheLease() throws Exception {
+    Path dir = Files.createTempDirectory("once-micrometer");
+    DataSource dataSource = JdbcStore.sqliteDataSource(dir.resolve("beats.db"));
+    JdbcStore sqlite = JdbcStore.builder(dataSource).dialect(JdbcDialect.SQLITE).build();
+    sqlite.createSchema();
+    // The heartbeat task is run by hand, so each beat happens exactly when the test says.
+    AtomicReference<Runnable> beat = new AtomicReference<>();
+    Scheduler byHand = (task, period) -> {
+      beat.set(task);
+      return () -> beat.set(null);
+    };
+    Once beating = Once.builder(sqlite).heartbeat(byHand)
+        .listener(MicrometerOnceListener.builder(registry).store(sqlite).build()).build();
+
+    String value = beating.execute(IdempotencyKey.of("exports", "e1"), Fingerprint.of("a"),
+        Codecs.utf8(), attempt -> {
+          beat.get().run(); // extends the lease
+          // The table goes away (as with a database that is failing): two beats fail.
+          sql(dataSource, "ALTER TABLE once_records RENAME TO once_records_away");
+          beat.get().run();
+          beat.get().run();
+          sql(dataSource, "ALTER TABLE once_records_away RENAME TO once_records");
+          beat.get().run(); // extends again
+          return "exported";
+        });
+
+    assertThat(value).isEqualTo("exported");
+    Counter failures = registry.find(OnceMetrics.HEARTBEAT_FAILURES)
+        .tag(OnceMetrics.TAG_SCOPE, "exports").tag(OnceMetrics.TAG_STORE, "jdbc").counter();
+    assertThat(failures).isNotNull();
+    assertThat(failures.count()).isEqualTo(2);
+    assertThat(failures.getId().getTag(OnceMetrics.TAG_EXCEPTION))
+        .isEqualTo(dev.once.SchemaMissingException.class.getSimpleName()); // the table is gone
+    assertThat(storeCalls("extend", OnceMetrics.SUCCESS)).isEqualTo(2);
+    assertThat(storeCalls("extend", OnceMetrics.ERROR)).isEqualTo(2);
+    assertThat(outcomes(OnceMetrics.COMPLETED, "exports")).isEqualTo(1);
+    assertThat(outcomes(OnceMetrics.LEASE_LOST, "exports")).isZero();
+    sqlite.close();
+  }
+
+  @Test
+  void countsOutcomesWhoseStoringFailedEvenWhenRepeated() throws Exception {
+    Path dir = Files.createTempDirectory("once-micrometer");
+    DataSource dataSource = JdbcStore.sqliteDataSource(dir.resolve("unknown.db"));
+    JdbcStore sqlite = JdbcStore.builder(dataSource).dialect(JdbcDialect.SQLITE).build();
+    sqlite.createSchema();
+    Once once = Once.builder(sqlite).sleeper(pause -> { })
+        .listener(MicrometerOnceListener.builder(registry).store(sqlite).build()).build();
+
+    // The table goes away after the work (as with a database that fails then): every completion
+    // attempt fails, and the caller is told the outcome is unknown.
+    assertThatThrownBy(() -> once.execute(IdempotencyKey.of("exports", "e2"),
+        Fingerprint.of("a"), Codecs.utf8(), attempt -> {
+          sql(dataSource, "ALTER TABLE once_records RENAME TO once_records_away");
+          return "exported";
+        })).isInstanceOf(OutcomeUnknownException.class);
+    sql(dataSource, "ALTER TABLE once_records_away RENAME TO once_records");
+
+    assertThat(outcomes(OnceMetrics.OUTCOME_UNKNOWN, "exports")).isEqualTo(1);
+    assertThat(storeCalls("complete", OnceMetrics.ERROR)).isEqualTo(3);
+    sqlite.close();
+  }
+
+  private static void sql(DataSource dataSource, String statement) {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute(statement);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
   }
 }

@@ -8,6 +8,7 @@ import dev.once.InvalidKeyException;
 import dev.once.KeyReusedException;
 import dev.once.LeaseLostException;
 import dev.once.Once;
+import dev.once.OutcomeNotStoredException;
 import dev.once.PayloadTooLargeException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
@@ -71,9 +72,14 @@ import java.util.TreeSet;
  * and never {@code Set-Cookie}, {@code Authorization} or the headers of
  * {@link Builder#neverStoreHeaders}. Not stored, the claim released as retryable (FAILED): a 5xx,
  * an exception out of the application, a response sent with {@code sendError} (the container
- * renders it after the filter returns), a response larger than {@link Builder#maxResponseBytes}
- * (logged as a warning), and async processing (not supported). The application's response is
- * passed to the client as it is written; only a copy is kept.
+ * renders it after the filter returns), and async processing (not supported).
+ *
+ * <p>Nothing that happens after the application returned makes it run again. Its response is held
+ * back until the outcome is stored, then sent: a client that hangs up mid-answer, or retries the
+ * instant the answer arrives, gets the replay. A response body larger than
+ * {@link Builder#maxResponseBytes} streams to the client once it passes the bound and is stored
+ * without its body: retries get the original status and headers with an
+ * {@link IdempotencyProblem#RESPONSE_NOT_STORED} body, and the application does not run again.
  *
  * <p>The running {@link Attempt} is available to the application through {@link #attempt}; pass
  * its {@link Attempt#key()} to downstream services so a re-run after a crash is deduplicated
@@ -148,22 +154,11 @@ public final class IdempotencyFilter implements Filter {
    * policy, the responses the filter decides not to store always stay retryable.
    */
   private static Once withReleasableClaims(Once once) {
-    Once.Config config = once.config();
-    FailurePolicy policy = config.failurePolicy();
-    Once.Builder builder = Once.builder(config.store())
-        .lease(config.lease())
-        .retention(config.retention())
-        .onInProgress(config.inProgress())
+    FailurePolicy policy = once.config().failurePolicy();
+    return once.toBuilder()
         .failurePolicy(FailurePolicy.retryAll()
             .terminalIf(e -> !(e instanceof ResponseNotStored) && policy.isTerminal(e)))
-        .maxPayloadBytes(config.maxPayloadBytes())
-        .clock(config.clock())
-        .sleeper(config.sleeper())
-        .listener(config.listener());
-    if (config.heartbeat() != null) {
-      builder.heartbeat(config.heartbeat());
-    }
-    return builder.build();
+        .build();
   }
 
   /** A builder for a filter running requests through {@code once} (any store, lease mode). */
@@ -234,17 +229,22 @@ public final class IdempotencyFilter implements Filter {
 
   private void handle(CachedBodyRequest request, HttpServletResponse response, FilterChain chain,
       IdempotencyKey key, Fingerprint fingerprint) throws IOException, ServletException {
-    boolean[] ran = {false};
+    // Set once the application runs; returned once it came back without throwing.
+    CapturingResponse[] capture = {null};
+    boolean[] returned = {false};
     Result<StoredResponse> result;
     try {
       result = once.<StoredResponse, Exception>call(key, fingerprint, StoredResponseCodec.INSTANCE,
           attempt -> {
-            ran[0] = true;
-            return runApplication(attempt, request, response, chain);
+            capture[0] = new CapturingResponse(response, maxResponseBytes);
+            StoredResponse stored = runApplication(attempt, request, capture[0], chain);
+            returned[0] = true;
+            return stored;
           });
     } catch (ResponseNotStored e) {
-      LOG.log(e.level(), () -> "response to " + describe(request, key) + " sent but not stored: "
+      LOG.log(e.level(), () -> "response to " + describe(request, key) + " not stored: "
           + e.getMessage() + "; the key may be retried");
+      sendHeld(capture[0], request, key);
       return;
     } catch (KeyReusedException e) {
       Problems.send(response, IdempotencyProblem.KEY_REUSED, "this " + keyHeader
@@ -265,37 +265,76 @@ public final class IdempotencyFilter implements Filter {
       Problems.send(response, IdempotencyProblem.ORIGINAL_FAILED,
           "the original request with this " + keyHeader + " failed");
       return;
-    } catch (LeaseLostException | PayloadTooLargeException e) {
-      // Only possible once the application ran: its response was sent and stands.
-      LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request, key)
-          + " sent but not stored: " + e.getMessage());
-      return;
-    } catch (StoreUnavailableException e) {
-      if (ran[0]) {
-        LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request, key)
-            + " sent but not stored: " + e.getMessage(), e);
-        return;
-      }
-      LOG.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
+    } catch (OutcomeNotStoredException e) {
+      // The stored form did not fit even without its body (a huge header); the request ran.
       if (!response.isCommitted()) {
-        response.setHeader("Retry-After", "1");
+        response.setHeader(REPLAYED_HEADER, "true");
       }
-      Problems.send(response, IdempotencyProblem.STORE_UNAVAILABLE,
-          "the idempotency store could not be reached; nothing was executed");
+      Problems.send(response, IdempotencyProblem.RESPONSE_NOT_STORED, notStoredDetail());
+      return;
+    } catch (LeaseLostException | PayloadTooLargeException | StoreUnavailableException e) {
+      if (capture[0] == null) {
+        if (e instanceof StoreUnavailableException) {
+          storeUnavailable(response, e);
+          return;
+        }
+        throw e;
+      }
+      if (!returned[0]) {
+        throw e; // the application's own failure, as it threw it
+      }
+      // The application ran and returned, but its outcome could not be stored: another worker
+      // took over (its record stands) or the store failed. This client still gets its answer.
+      LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request, key)
+          + " sent but not stored: " + e.getMessage(), e instanceof StoreUnavailableException
+          ? e : null);
+      sendHeld(capture[0], request, key);
       return;
     } catch (IOException | ServletException | RuntimeException e) {
+      // The application threw: nothing it wrote was sent; the container answers the error.
       throw e;
     } catch (Exception e) {
       throw new ServletException(e);
     }
     if (result.replayed()) {
-      replay(response, result.value());
+      replay(response, result.value(), request, key);
+    } else {
+      sendHeld(capture[0], request, key);
+    }
+  }
+
+  private static void storeUnavailable(HttpServletResponse response, RuntimeException e)
+      throws IOException {
+    LOG.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
+    if (!response.isCommitted()) {
+      response.setHeader("Retry-After", "1");
+    }
+    Problems.send(response, IdempotencyProblem.STORE_UNAVAILABLE,
+        "the idempotency store could not be reached; nothing was executed");
+  }
+
+  /**
+   * Sends what the application wrote, now that its outcome is stored (or will not be). A client
+   * that hung up in the meantime changes nothing stored: its retry gets the replay.
+   */
+  private static void sendHeld(CapturingResponse capture, HttpServletRequest request,
+      IdempotencyKey key) {
+    try {
+      capture.sendHeldBody();
+    } catch (IOException e) {
+      LOG.log(System.Logger.Level.INFO, () -> "the client of " + describe(request, key)
+          + " left before its response was sent (" + e + "); the outcome is stored, a retry "
+          + "gets the replay");
+      return;
+    }
+    if (capture.clientGone()) {
+      LOG.log(System.Logger.Level.INFO, () -> "the client of " + describe(request, key)
+          + " left while its response streamed; the outcome is stored, a retry gets the replay");
     }
   }
 
   private StoredResponse runApplication(Attempt attempt, CachedBodyRequest request,
-      HttpServletResponse response, FilterChain chain) throws IOException, ServletException {
-    CapturingResponse capture = new CapturingResponse(response, maxResponseBytes);
+      CapturingResponse capture, FilterChain chain) throws IOException, ServletException {
     request.setAttribute(ATTEMPT_ATTRIBUTE, attempt);
     try {
       chain.doFilter(request, capture);
@@ -316,11 +355,26 @@ public final class IdempotencyFilter implements Filter {
       throw new ResponseNotStored("status " + status + " is retryable",
           System.Logger.Level.DEBUG);
     }
+    StoredResponse whole = new StoredResponse(status, storedHeaders(capture), capture.body());
+    // Too large to store whole: store the status and headers, so the request is finished and a
+    // retry is told so instead of running it again.
     if (capture.overflowed()) {
-      throw new ResponseNotStored("the body is larger than maxResponseBytes ("
-          + maxResponseBytes + ")", System.Logger.Level.WARNING);
+      LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request,
+          attempt.idempotencyKey()) + ": the body is larger than maxResponseBytes ("
+          + maxResponseBytes + "); stored without it, retries get "
+          + IdempotencyProblem.RESPONSE_NOT_STORED.type());
+      return whole.withoutBody();
     }
-    return new StoredResponse(status, storedHeaders(capture), capture.body());
+    long size = StoredResponseCodec.encodedSize(whole);
+    if (size > once.config().maxPayloadBytes()) {
+      LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request,
+          attempt.idempotencyKey()) + ": stored with its headers it is " + size
+          + " bytes, more than the Once's maxPayloadBytes (" + once.config().maxPayloadBytes()
+          + "); stored without its body, retries get "
+          + IdempotencyProblem.RESPONSE_NOT_STORED.type());
+      return whole.withoutBody();
+    }
+    return whole;
   }
 
   private List<StoredResponse.Header> storedHeaders(HttpServletResponse response) {
@@ -347,21 +401,40 @@ public final class IdempotencyFilter implements Filter {
     return headers;
   }
 
-  private static void replay(HttpServletResponse response, StoredResponse stored)
-      throws IOException {
+  private void replay(HttpServletResponse response, StoredResponse stored,
+      HttpServletRequest request, IdempotencyKey key) throws IOException {
     response.setStatus(stored.status());
     for (StoredResponse.Header header : stored.headers()) {
       if (header.name().equalsIgnoreCase("Content-Type")) {
-        response.setContentType(header.value());
+        if (stored.bodyStored()) {
+          response.setContentType(header.value());
+        }
       } else {
         response.addHeader(header.name(), header.value());
       }
     }
     response.setHeader(REPLAYED_HEADER, "true");
-    response.setContentLength(stored.body().length);
-    if (stored.body().length > 0) {
-      response.getOutputStream().write(stored.body());
+    if (!stored.bodyStored()) {
+      Problems.send(response, IdempotencyProblem.RESPONSE_NOT_STORED, stored.status(),
+          notStoredDetail());
+      return;
     }
+    response.setContentLength(stored.body().length);
+    try {
+      if (stored.body().length > 0) {
+        response.getOutputStream().write(stored.body());
+      }
+    } catch (IOException e) {
+      // A replay is read-only: a client leaving in the middle changes nothing.
+      LOG.log(System.Logger.Level.DEBUG, () -> "the client of the replay of "
+          + describe(request, key) + " left: " + e);
+    }
+  }
+
+  private String notStoredDetail() {
+    return "the original request with this " + keyHeader + " ran and is not run again, but its"
+        + " response was larger than the server stores (" + maxResponseBytes + " bytes): only"
+        + " its status and headers are replayed";
   }
 
   private boolean protects(HttpServletRequest request) {
@@ -585,8 +658,11 @@ public final class IdempotencyFilter implements Filter {
 
     /**
      * The largest response body stored, default the {@link Once}'s payload bound (which also caps
-     * the stored form with its headers). A larger response is sent, not stored, and the claim is
-     * released as retryable, with a warning in the log.
+     * the stored form with its headers). Each response is held in memory up to this size until
+     * its outcome is stored. A larger body streams to the client as written and is not kept: the
+     * status and headers are stored, retries get them with an
+     * {@link IdempotencyProblem#RESPONSE_NOT_STORED} body, and the application never runs again
+     * (a warning is logged).
      */
     public Builder maxResponseBytes(int bytes) {
       this.maxResponseBytes = Checks.positive(bytes, "maxResponseBytes");

@@ -22,7 +22,14 @@ public enum IdempotencyProblem {
   /** The original request failed with an exception that the failure policy made terminal. */
   ORIGINAL_FAILED(500, "idempotency-original-failed", "Original request failed"),
   /** The idempotency store could not be reached; nothing was executed. */
-  STORE_UNAVAILABLE(503, "idempotency-store-unavailable", "Idempotency store unavailable");
+  STORE_UNAVAILABLE(503, "idempotency-store-unavailable", "Idempotency store unavailable"),
+  /**
+   * A retry of a request that ran, whose response body was larger than the filter stores: the
+   * request is not run again, and the replay carries the original's status and stored headers
+   * with this problem as its body. {@link #status()} says 200, the usual original status; the
+   * replay answers whatever status the original had.
+   */
+  RESPONSE_NOT_STORED(200, "idempotency-response-not-stored", "Original response not stored");
 
   /** Where the problem types are documented: the module README, one anchor per type. */
   public static final String TYPE_BASE =

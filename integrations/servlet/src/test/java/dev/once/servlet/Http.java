@@ -79,6 +79,37 @@ final class Http {
     }
   }
 
+  /**
+   * POSTs {@code body} as {@code user} with {@code key} over a raw socket with a small receive
+   * buffer, reads the first {@code bytes} bytes of the answer, then resets the connection
+   * (SO_LINGER 0), as a client that crashes or times out mid-answer does.
+   *
+   * @return what was read before hanging up
+   */
+  byte[] postAndHangUp(String path, String user, String key, String body, int bytes)
+      throws IOException {
+    Socket socket = new Socket();
+    try {
+      // Small, so a large answer cannot sit whole in the kernel's buffers: the server is still
+      // writing when the reset arrives.
+      socket.setReceiveBufferSize(4096);
+      socket.connect(new java.net.InetSocketAddress("127.0.0.1", server.port()), 5_000);
+      socket.setSoTimeout(30_000);
+      byte[] content = body.getBytes(StandardCharsets.UTF_8);
+      OutputStream out = socket.getOutputStream();
+      out.write(("POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+          + "Content-Type: application/json\r\nX-User: " + user + "\r\nIdempotency-Key: " + key
+          + "\r\nContent-Length: " + content.length + "\r\n\r\n")
+          .getBytes(StandardCharsets.ISO_8859_1));
+      out.write(content);
+      out.flush();
+      return socket.getInputStream().readNBytes(bytes);
+    } finally {
+      socket.setSoLinger(true, 0);
+      socket.close();
+    }
+  }
+
   static String text(HttpResponse<byte[]> response) {
     return new String(response.body(), StandardCharsets.UTF_8);
   }

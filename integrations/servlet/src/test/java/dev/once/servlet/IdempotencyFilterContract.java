@@ -3,6 +3,7 @@ package dev.once.servlet;
 import static dev.once.servlet.Http.header;
 import static dev.once.servlet.Http.text;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.FailurePolicy;
 import dev.once.IdempotencyKey;
@@ -19,6 +20,7 @@ import dev.once.testkit.ManualClock;
 import jakarta.servlet.Filter;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -31,10 +33,13 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The HTTP contract of {@link IdempotencyFilter}, over real HTTP against an embedded Tomcat, run
@@ -51,6 +56,7 @@ abstract class IdempotencyFilterContract {
   final CountDownLatch waitingClaims = new CountDownLatch(3);
   Path dir;
   IdempotencyStore store;
+  Once once;
   TestServer server;
   Http http;
 
@@ -61,7 +67,7 @@ abstract class IdempotencyFilterContract {
   void startServer() throws Exception {
     dir = Files.createTempDirectory("once-servlet");
     store = newStore(dir);
-    Once once = Once.builder(store).lease(LEASE).clock(clock).build();
+    once = Once.builder(store).lease(LEASE).clock(clock).build();
     Once terminal = Once.builder(store).clock(clock)
         .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalStateException.class)).build();
     Once waiting = Once.builder(store).clock(clock)
@@ -528,6 +534,19 @@ abstract class IdempotencyFilterContract {
   }
 
   @Test
+  void aRetriedHandlerDoesNotRepeatItsDurableSteps() {
+    String key = newKey();
+    HttpResponse<byte[]> first = http.post("/api/stepped", "alice", key, "{}");
+    HttpResponse<byte[]> retry = http.post("/api/stepped", "alice", key, "{}");
+
+    assertThat(first.statusCode()).isEqualTo(503);
+    assertThat(retry.statusCode()).isEqualTo(200);
+    assertThat(text(retry)).isEqualTo("mail #1");
+    assertThat(app.executions("alice", key)).isEqualTo(2);
+    assertThat(app.mails.get(key)).hasValue(1);
+  }
+
+  @Test
   void aServerErrorIsNotStoredByDefault() {
     String key = newKey();
     assertThat(http.post("/api/status/503", "alice", key, "{}").statusCode()).isEqualTo(503);
@@ -573,7 +592,7 @@ abstract class IdempotencyFilterContract {
   }
 
   @Test
-  void anOversizedResponseIsSentButNotStored() {
+  void anOversizedResponseIsSentStoredWithoutItsBodyAndNeverRunAgain() {
     String key = newKey();
     try (CapturedLog log = new CapturedLog()) {
       HttpResponse<byte[]> first = http.post("/small/big/5000", null, key, "{}");
@@ -581,17 +600,108 @@ abstract class IdempotencyFilterContract {
       assertThat(first.body()).hasSize(5000);
       assertThat(log.warnings()).anyMatch(m -> m.contains("maxResponseBytes"));
     }
-    assertThat(record("http", "", key)).map(IdempotencyRecord::status).contains(Status.FAILED);
+    assertThat(record("http", "", key)).map(IdempotencyRecord::status)
+        .contains(Status.COMPLETED);
     HttpResponse<byte[]> retry = http.post("/small/big/5000", null, key, "{}");
-    assertThat(retry.body()).hasSize(5000);
-    assertThat(header(retry, "Idempotent-Replayed")).isNull();
-    assertThat(app.executions("null", key)).isEqualTo(2);
+    assertNotStoredReplay(retry, 200);
+    assertThat(app.executions("null", key)).isEqualTo(1);
 
     // Under the bound the same filter stores and replays.
     String small = newKey();
     http.post("/small/big/900", null, small, "{}");
     assertThat(header(http.post("/small/big/900", null, small, "{}"), "Idempotent-Replayed"))
         .isEqualTo("true");
+  }
+
+  static void assertNotStoredReplay(HttpResponse<byte[]> retry, int originalStatus) {
+    assertThat(retry.statusCode()).isEqualTo(originalStatus);
+    assertThat(header(retry, "Idempotent-Replayed")).isEqualTo("true");
+    assertThat(header(retry, "Content-Type")).startsWith(PROBLEM_JSON);
+    assertThat(text(retry)).contains(IdempotencyProblem.RESPONSE_NOT_STORED.type())
+        .contains("\"status\":" + originalStatus);
+  }
+
+  // --- nothing after the application returned runs it again (issue 14) ------------------------
+
+  @ParameterizedTest(name = "{0} bytes")
+  @ValueSource(ints = {1_000, 100_000, 400_000})
+  void aClientThatHangsUpMidAnswerGetsTheReplayAndTheHandlerRanOnce(int size) throws Exception {
+    for (int attempt = 0; attempt < 20; attempt++) {
+      String key = newKey();
+      byte[] head = http.postAndHangUp("/api/big/" + size, "alice", key, "{}", 64);
+      assertThat(new String(head, StandardCharsets.ISO_8859_1)).startsWith("HTTP/1.1 200");
+
+      HttpResponse<byte[]> retry = http.post("/api/big/" + size, "alice", key, "{}");
+
+      assertThat(retry.statusCode()).as("try %d", attempt).isEqualTo(200);
+      assertThat(header(retry, "Idempotent-Replayed")).as("try %d", attempt).isEqualTo("true");
+      assertThat(retry.body()).hasSize(size);
+      assertThat(app.executions("alice", key)).as("try %d", attempt).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aClientThatHangsUpMidAnswerAboveTheBoundIsNeverRunAgain() throws Exception {
+    int size = once.config().maxPayloadBytes() + 500_000;
+    for (int attempt = 0; attempt < 20; attempt++) {
+      String key = newKey();
+      byte[] head = http.postAndHangUp("/api/big/" + size, "alice", key, "{}", 64);
+      assertThat(new String(head, StandardCharsets.ISO_8859_1)).startsWith("HTTP/1.1 200");
+      // Past the bound the answer streams before the outcome is stored: wait for the record.
+      awaitStatus(IdempotencyKey.of("http", "alice", key), Status.COMPLETED);
+
+      HttpResponse<byte[]> retry = http.post("/api/big/" + size, "alice", key, "{}");
+
+      assertNotStoredReplay(retry, 200);
+      assertThat(app.executions("alice", key)).as("try %d", attempt).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aRetrySentTheMomentTheAnswerArrivesIsAReplayNeverA409() {
+    for (int attempt = 0; attempt < 200; attempt++) {
+      String key = newKey();
+      HttpResponse<byte[]> first = http.post("/api/flushed/20000", "alice", key, "{}");
+      HttpResponse<byte[]> retry = http.post("/api/flushed/20000", "alice", key, "{}");
+
+      assertThat(first.body()).hasSize(20_000);
+      assertThat(retry.statusCode()).as("try %d: %s", attempt, text(retry)).isEqualTo(200);
+      assertThat(header(retry, "Idempotent-Replayed")).isEqualTo("true");
+      assertThat(retry.body()).isEqualTo(first.body());
+      assertThat(app.executions("alice", key)).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void noByteOfTheAnswerLeavesBeforeTheOutcomeIsStored() throws Exception {
+    String key = newKey();
+    TestApp.Gate gate = app.gate(key);
+    HttpRequest request = http.post("/api/held/20000", "alice", key, "{}", "application/json");
+    CompletableFuture<HttpResponse<byte[]>> first = http.sendAsync(request);
+    assertThat(gate.entered.await(20, TimeUnit.SECONDS)).isTrue();
+    try {
+      // The handler flushed its whole answer and has not returned: the client must not have it.
+      assertThatThrownBy(() -> first.get(300, TimeUnit.MILLISECONDS))
+          .isInstanceOf(TimeoutException.class);
+    } finally {
+      gate.release.countDown();
+    }
+    HttpResponse<byte[]> answer = first.get(20, TimeUnit.SECONDS);
+    HttpResponse<byte[]> retry = http.send(request);
+
+    assertThat(answer.body()).hasSize(20_000);
+    assertThat(header(retry, "Idempotent-Replayed")).isEqualTo("true");
+    assertThat(retry.body()).isEqualTo(answer.body());
+    assertThat(app.executions("alice", key)).isEqualTo(1);
+  }
+
+  /** Waits (bounded) for the record of {@code key} to reach {@code status}. */
+  void awaitStatus(IdempotencyKey key, Status status) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (store.find(key).map(IdempotencyRecord::status).orElse(null) != status) {
+      assertThat(System.nanoTime()).as("%s never reached %s", key, status).isLessThan(deadline);
+      Thread.sleep(2);
+    }
   }
 
   // --- what the filter leaves alone ---------------------------------------------------------

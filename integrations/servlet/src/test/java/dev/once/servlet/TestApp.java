@@ -33,6 +33,8 @@ final class TestApp extends HttpServlet {
   final transient Map<String, Gate> gates = new ConcurrentHashMap<>();
   final transient Map<String, AtomicInteger> failuresLeft = new ConcurrentHashMap<>();
   final AtomicInteger total = new AtomicInteger();
+  /** Effects of the "stepped" handler's durable step, per key. */
+  final transient Map<String, AtomicInteger> mails = new ConcurrentHashMap<>();
 
   /** How often the handler ran for this caller and raw key header value. */
   int executions(String caller, String key) {
@@ -63,6 +65,37 @@ final class TestApp extends HttpServlet {
     }
     if (previous.equals("status")) {
       text(res, Integer.parseInt(action), "status " + action + " #" + serial);
+      return;
+    }
+    if (previous.equals("flushed")) {
+      // Declares its length and flushes, as many frameworks do: without the filter holding the
+      // answer back, the client has all of it before the handler returns.
+      byte[] body = new byte[Integer.parseInt(action)];
+      Arrays.fill(body, (byte) 'f');
+      res.setContentType("application/octet-stream");
+      res.setContentLength(body.length);
+      res.getOutputStream().write(body);
+      res.flushBuffer();
+      return;
+    }
+    if (previous.equals("held")) {
+      // Flushes its whole answer, then is held inside the handler until the test releases it.
+      byte[] body = new byte[Integer.parseInt(action)];
+      Arrays.fill(body, (byte) 'h');
+      res.setContentType("application/octet-stream");
+      res.setContentLength(body.length);
+      res.getOutputStream().write(body);
+      res.flushBuffer();
+      Gate gate = gate(key);
+      gate.entered.countDown();
+      try {
+        if (!gate.release.await(30, TimeUnit.SECONDS)) {
+          throw new IllegalStateException("gate never released");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
       return;
     }
     if (previous.equals("big")) {
@@ -128,6 +161,14 @@ final class TestApp extends HttpServlet {
       case "senderror" -> res.sendError(404, "nothing here");
       case "attempt" -> text(res, 200, IdempotencyFilter.attempt(req).map(Attempt::key)
           .orElse("none"));
+      case "stepped" -> {
+        // A durable step (a mail no one can deduplicate), then a 503 the first time: the
+        // response is not stored and the retry runs the handler again, but not the step.
+        String mail = IdempotencyFilter.attempt(req).orElseThrow().step("mail",
+            dev.once.Codecs.utf8(), k -> "mail #" + mails.computeIfAbsent(key,
+                x -> new AtomicInteger()).incrementAndGet());
+        text(res, n == 1 ? 503 : 200, mail);
+      }
       default -> text(res, 200, "ok #" + serial);
     }
   }

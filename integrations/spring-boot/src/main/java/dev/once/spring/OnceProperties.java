@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import dev.once.Once;
+import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
 import dev.once.jdbc.TransactionalOnce;
 import dev.once.servlet.IdempotencyFilter;
@@ -58,6 +59,7 @@ public class OnceProperties {
   private final Redis redis = new Redis();
   private final Http http = new Http();
   private final Metrics metrics = new Metrics();
+  private final Observations observations = new Observations();
 
   public StoreType getStore() {
     return store;
@@ -127,6 +129,10 @@ public class OnceProperties {
     return metrics;
   }
 
+  public Observations getObservations() {
+    return observations;
+  }
+
   /** {@code once.maintenance.*}: purging expired records and reaping stale leases. */
   public static class Maintenance {
     /** Run dev.once.Maintenance (reap, then purge, in bounded batches) periodically. */
@@ -151,10 +157,38 @@ public class OnceProperties {
     }
   }
 
+  /** The databases of {@code once.jdbc.dialect}, each naming a {@link JdbcDialect}. */
+  public enum Dialect {
+    /** PostgreSQL 12 or later. */
+    POSTGRESQL(JdbcDialect.POSTGRESQL),
+    /** MariaDB 10.5 or later. */
+    MARIADB(JdbcDialect.MARIADB),
+    /** MySQL 8 (InnoDB): the MariaDB dialect. */
+    MYSQL(JdbcDialect.MARIADB),
+    /** SQLite 3.24 or later. */
+    SQLITE(JdbcDialect.SQLITE);
+
+    private final JdbcDialect jdbc;
+
+    Dialect(JdbcDialect jdbc) {
+      this.jdbc = jdbc;
+    }
+
+    /** The store's dialect. */
+    public JdbcDialect jdbc() {
+      return jdbc;
+    }
+  }
+
   /** {@code once.jdbc.*}: the JdbcStore and transactional mode. */
   public static class Jdbc {
     /** The records table: an unquoted identifier, optionally schema-qualified. */
     private String table = JdbcStore.DEFAULT_TABLE;
+    /**
+     * The database: postgresql, mariadb, mysql or sqlite. Unset: detected from the driver on the
+     * store's first call (never at startup).
+     */
+    private Dialect dialect;
     /** Apply the dialect's DDL (CREATE TABLE IF NOT EXISTS) at startup. */
     private boolean createSchema;
     /**
@@ -169,6 +203,14 @@ public class OnceProperties {
 
     public void setTable(String table) {
       this.table = table;
+    }
+
+    public Dialect getDialect() {
+      return dialect;
+    }
+
+    public void setDialect(Dialect dialect) {
+      this.dialect = dialect;
     }
 
     public boolean isCreateSchema() {
@@ -247,6 +289,11 @@ public class OnceProperties {
     private Duration retryAfter = Duration.ofSeconds(1);
     /** The filter's order: 0 runs after Spring Security's filter chain (-100). */
     private int filterOrder;
+    /**
+     * Answer Once's exceptions out of Spring MVC handlers (@Idempotent methods) as
+     * application/problem+json: 422, 409, 503, ... (IdempotentExceptionHandler).
+     */
+    private boolean problemDetails = true;
 
     public boolean isEnabled() {
       return enabled;
@@ -375,6 +422,14 @@ public class OnceProperties {
     public void setFilterOrder(int filterOrder) {
       this.filterOrder = filterOrder;
     }
+
+    public boolean isProblemDetails() {
+      return problemDetails;
+    }
+
+    public void setProblemDetails(boolean problemDetails) {
+      this.problemDetails = problemDetails;
+    }
   }
 
   /** {@code once.metrics.*}: Micrometer meters (with once-micrometer and a MeterRegistry). */
@@ -398,6 +453,20 @@ public class OnceProperties {
 
     public void setScopeTag(boolean scopeTag) {
       this.scopeTag = scopeTag;
+    }
+  }
+
+  /** {@code once.observations.*}: Micrometer observations (traces), with an ObservationRegistry. */
+  public static class Observations {
+    /** Observe every call into the context's ObservationRegistry (spans with tracing). */
+    private boolean enabled = true;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
     }
   }
 }

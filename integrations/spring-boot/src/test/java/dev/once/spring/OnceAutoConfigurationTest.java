@@ -13,12 +13,17 @@ import dev.once.OnceListener;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
 import dev.once.micrometer.MicrometerOnceListener;
+import dev.once.micrometer.ObservationOnceListener;
+import dev.once.micrometer.OnceObservations;
 import dev.once.micrometer.OnceMetrics;
 import dev.once.servlet.IdempotencyFilter;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spring.autoconfigure.OnceAutoConfiguration;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistryAssert;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -205,6 +210,49 @@ class OnceAutoConfigurationTest {
     runner.withPropertyValues("once.store=memory", "once.metrics.enabled=false")
         .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
         .run(context -> assertThat(context).doesNotHaveBean(MicrometerOnceListener.class));
+  }
+
+  @Test
+  void anObservationRegistryAddsTheObservationListenerNextToTheMetricsOne() {
+    TestObservationRegistry observations = TestObservationRegistry.create();
+    runner.withPropertyValues("once.store=memory")
+        .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+        .withBean(ObservationRegistry.class, () -> observations)
+        .run(context -> {
+          assertThat(context).hasSingleBean(MicrometerOnceListener.class)
+              .hasSingleBean(ObservationOnceListener.class);
+          Once once = context.getBean(Once.class);
+          once.execute(IdempotencyKey.of("orders", "k"), Fingerprint.of("x"), Codecs.utf8(),
+              a -> "v");
+          TestObservationRegistryAssert.assertThat(observations)
+              .hasSingleObservationThat().hasNameEqualTo(OnceObservations.EXECUTION)
+              .hasLowCardinalityKeyValue(OnceObservations.STORE, "inmemory")
+              .hasLowCardinalityKeyValue(OnceObservations.OUTCOME, OnceObservations.COMPLETED);
+          assertThat(context.getBean(MeterRegistry.class).get(OnceMetrics.OUTCOMES)
+              .tag(OnceMetrics.TAG_OUTCOME, "completed").counter().count()).isEqualTo(1.0);
+        });
+    runner.withPropertyValues("once.store=memory", "once.observations.enabled=false")
+        .withBean(ObservationRegistry.class, TestObservationRegistry::create)
+        .run(context -> assertThat(context).doesNotHaveBean(ObservationOnceListener.class));
+    runner.withPropertyValues("once.store=memory")
+        .run(context -> assertThat(context).doesNotHaveBean(ObservationOnceListener.class));
+  }
+
+  @Test
+  void theProblemDetailsHandlerIsMadeOnlyForSpringMvcAndBacksOff() {
+    runner.withPropertyValues("once.store=memory")
+        .run(context -> assertThat(context).doesNotHaveBean(IdempotentExceptionHandler.class));
+    WebApplicationContextRunner web = new WebApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class));
+    web.withPropertyValues("once.store=memory")
+        .run(context -> assertThat(context).hasSingleBean(IdempotentExceptionHandler.class));
+    web.withPropertyValues("once.store=memory", "once.http.problem-details=false")
+        .run(context -> assertThat(context).doesNotHaveBean(IdempotentExceptionHandler.class));
+    IdempotentExceptionHandler mine = new IdempotentExceptionHandler();
+    web.withPropertyValues("once.store=memory")
+        .withBean(IdempotentExceptionHandler.class, () -> mine)
+        .run(context -> assertThat(context.getBean(IdempotentExceptionHandler.class))
+            .isSameAs(mine));
   }
 
   @Test

@@ -3,7 +3,7 @@ package dev.once.spring;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.jdbc.JdbcStore;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import dev.once.testkit.TestPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -29,7 +29,7 @@ final class TestDatabases {
   /** A new pool on the embedded PostgreSQL server (each test context its own, closed by it). */
   static HikariDataSource postgres() {
     HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(Postgres.SERVER.getJdbcUrl("postgres", "postgres"));
+    config.setJdbcUrl(TestPostgres.jdbcUrl());
     config.setMaximumPoolSize(20);
     config.setMinimumIdle(1);
     return new HikariDataSource(config);
@@ -37,31 +37,7 @@ final class TestDatabases {
 
   /** The JDBC URL of the embedded PostgreSQL server. */
   static String postgresUrl() {
-    return Postgres.SERVER.getJdbcUrl("postgres", "postgres");
-  }
-
-  private static final class Postgres {
-    static final EmbeddedPostgres SERVER;
-
-    static {
-      try {
-        SERVER = EmbeddedPostgres.builder()
-            // Test data is disposable: trade durability for speed.
-            .setServerConfig("fsync", "off")
-            .setServerConfig("synchronous_commit", "off")
-            .setServerConfig("full_page_writes", "off")
-            .start();
-      } catch (IOException e) {
-        throw new UncheckedIOException("embedded PostgreSQL did not start", e);
-      }
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        try {
-          SERVER.close();
-        } catch (IOException e) {
-          // exiting anyway
-        }
-      }));
-    }
+    return TestPostgres.jdbcUrl();
   }
 
   private static final class Sqlite {

@@ -51,17 +51,25 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
  *       answered (Replay, InProgress, Mismatch) from the record DynamoDB returns with the failed
  *       condition ({@code ReturnValuesOnConditionCheckFailure=ALL_OLD}), without a second read. A
  *       retry of a FAILED record or a takeover of an expired lease takes a second conditional
- *       write, fenced on the token just read; the token grows by one.
+ *       write, fenced on the token just read; the token grows by one. Every claim stores its
+ *       {@code claimId}, so a claim re-sent (an SDK retry whose first answer was lost) finds its
+ *       own live claim and is answered Acquired with the stored token, writing nothing.
  *   <li><b>complete / fail / extend / checkpoint</b>: one {@code UpdateItem} each, conditioned on
- *       the token and IN_PROGRESS; a failed condition is {@link LeaseLostException}.
+ *       the token and IN_PROGRESS; a failed condition is {@link LeaseLostException}, unless the
+ *       item it returns shows this very completion or failure already applied (acknowledged).
  *   <li><b>Retention</b>: the {@code expires_at} attribute (epoch microseconds by the caller's
  *       clock) decides, so an expired item still in the table behaves as absent; the {@code ttl}
  *       attribute (epoch seconds, rounded up) lets DynamoDB's native TTL delete it later at no
  *       cost. {@link #purgeExpired} and {@link #reapExpiredLeases} scan the table.
  *   <li><b>claimAll</b>: DynamoDB has no conditional batch write; with an asynchronous client the
- *       keys of a batch are claimed in parallel (bounded), otherwise one by one.
+ *       keys of a batch are claimed in parallel (bounded), otherwise one by one; when one fails,
+ *       the others are released before the failure is thrown.
  *   <li><b>Errors</b>: the SDK retries throttling, 5xx and I/O errors with backoff; what remains
- *       becomes {@link StoreUnavailableException}. Outcomes and checkpoints larger than
+ *       becomes {@link StoreUnavailableException}, whose
+ *       {@link StoreUnavailableException#mayHaveBeenApplied()} is false only when no attempt can
+ *       have written (no connection, or DynamoDB refused it with a 4xx). Building the store makes
+ *       no call: it starts while DynamoDB is down, and works once it is up. Outcomes and
+ *       checkpoints larger than
  *       {@link #maxPayloadBytes()} are refused with {@link PayloadTooLargeException} before the
  *       call.
  * </ul>
@@ -377,9 +385,11 @@ public final class DynamoDbStore implements IdempotencyStore {
   /**
    * Claims a batch, answering in request order. With an asynchronous client, distinct keys are
    * claimed in parallel (at most {@link Builder#claimAllConcurrency} at a time) and the requests
-   * of one key in order, each seeing the previous one's claim; without, one by one. Not atomic:
-   * if a claim fails, the claims the batch had already acquired are released as FAILED (so the
-   * next delivery retries them at once) and the failure is thrown.
+   * of one key in order, each seeing the previous one's claim; without, one by one. Not atomic,
+   * but all or nothing for the caller: if a claim fails (first, middle or last), no further key is
+   * started, the claims in flight are awaited, and every claim the batch acquired is released as
+   * FAILED (so the next delivery retries it at once) before the failure is thrown. A claim whose
+   * answer was lost is looked up and released too if it was written.
    */
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests) {

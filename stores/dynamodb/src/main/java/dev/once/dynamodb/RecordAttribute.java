@@ -19,6 +19,12 @@ public enum RecordAttribute {
   LEASE_UNTIL("lease_until"),
   /** How many times the logic was started (N). */
   ATTEMPTS("attempts"),
+  /**
+   * The {@code ClaimRequest.claimId} of the claim that made the record IN_PROGRESS last (N), so
+   * that the same claim re-sent (an SDK retry whose first answer was lost) is recognised as its
+   * own. Absent on items written before claim ids existed: read as 0, matching no claim.
+   */
+  CLAIM_ID("claim_id"),
   /** Name of the last checkpoint (S). */
   CHECKPOINT_NAME("checkpoint_name"),
   /** Payload of the last checkpoint (B). */

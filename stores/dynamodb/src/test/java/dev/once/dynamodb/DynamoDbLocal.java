@@ -30,7 +30,7 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
  *
  * <p>Public (and shipped in the test jar) so that the Lambda example can use it.
  */
-public final class DynamoDbLocal {
+public final class DynamoDbLocal implements AutoCloseable {
 
   /** The region the clients claim; DynamoDB Local ignores it. */
   public static final Region REGION = Region.US_EAST_1;
@@ -44,15 +44,15 @@ public final class DynamoDbLocal {
   private final DynamoDbClient client;
   private final DynamoDbAsyncClient asyncClient;
 
-  private DynamoDbLocal() throws Exception {
-    // What ServerRunner -inMemory does, but bound to 127.0.0.1 on an ephemeral port (no race for a
-    // "free" port) and without its telemetry.
+  private DynamoDbLocal(int port) throws Exception {
+    // What ServerRunner -inMemory does, but bound to 127.0.0.1 (by default on an ephemeral port: no
+    // race for a "free" port) and without its telemetry.
     handler = new LocalDynamoDBServerHandler(
         new LocalDynamoDBRequestHandler(0, true, null, false, false), null);
     server = new Server();
     ServerConnector connector = new ServerConnector(server);
     connector.setHost("127.0.0.1");
-    connector.setPort(0);
+    connector.setPort(port);
     server.addConnector(connector);
     ContextHandler context = new ContextHandler();
     context.setHandler(handler);
@@ -80,7 +80,7 @@ public final class DynamoDbLocal {
   public static synchronized DynamoDbLocal get() {
     if (instance == null) {
       try {
-        instance = new DynamoDbLocal();
+        instance = new DynamoDbLocal(0);
       } catch (Exception e) {
         throw new IllegalStateException("DynamoDB Local did not start", e);
       }
@@ -88,6 +88,19 @@ public final class DynamoDbLocal {
       Runtime.getRuntime().addShutdownHook(new Thread(started::stop, "dynamodb-local-stop"));
     }
     return instance;
+  }
+
+  /**
+   * A private server of its own (its own in-memory data) on 127.0.0.1:{@code port}, for a test
+   * that needs a chosen port, e.g. to start the server where a store already points. The caller
+   * closes it.
+   */
+  public static DynamoDbLocal start(int port) {
+    try {
+      return new DynamoDbLocal(port);
+    } catch (Exception e) {
+      throw new IllegalStateException("DynamoDB Local did not start on port " + port, e);
+    }
   }
 
   /**
@@ -157,6 +170,15 @@ public final class DynamoDbLocal {
         .table(uniqueTable(tablePrefix)).build();
     store.createTable();
     return store;
+  }
+
+  /** Stops a server from {@link #start(int)}; the shared one stops when the JVM exits. */
+  @Override
+  public void close() {
+    if (this == instance) {
+      throw new IllegalStateException("the shared DynamoDB Local stops when the JVM exits");
+    }
+    stop();
   }
 
   private void stop() {

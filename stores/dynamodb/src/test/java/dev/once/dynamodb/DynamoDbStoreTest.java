@@ -6,8 +6,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.once.Checkpoint;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
+import dev.once.LeaseLostException;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
+import dev.once.dynamodb.internal.RecordItems;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
@@ -23,6 +25,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -86,7 +89,11 @@ class DynamoDbStoreTest {
   }
 
   private Claim.Acquired acquire(DynamoDbStore s, IdempotencyKey key) {
-    Claim claim = s.claim(request(key, FP));
+    return acquire(s, key, request(key, FP));
+  }
+
+  private Claim.Acquired acquire(DynamoDbStore s, IdempotencyKey key, ClaimRequest request) {
+    Claim claim = s.claim(request);
     assertThat(claim).isInstanceOf(Claim.Acquired.class);
     return (Claim.Acquired) claim;
   }
@@ -96,6 +103,28 @@ class DynamoDbStoreTest {
     return LOCAL.client().getItem(r -> r.tableName(s.table()).consistentRead(true)
         .key(Map.of(keyAttribute, AttributeValue.fromS(
             key.scope() + " " + key.tenant() + " " + key.key())))).item();
+  }
+
+  /**
+   * An item at {@code key} that the claim's condition lets through (expired) but whose token is a
+   * string: DynamoDB refuses the claim's update with a ValidationException.
+   */
+  private static void poison(DynamoDbStore s, IdempotencyKey key) {
+    LOCAL.client().putItem(r -> r.tableName(s.table()).item(Map.of(
+        "id", AttributeValue.fromS(RecordItems.keyString(key)),
+        "expires_at", AttributeValue.fromN("0"),
+        "token", AttributeValue.fromS("poison"))));
+  }
+
+  private static void heal(DynamoDbStore s, IdempotencyKey key) {
+    LOCAL.client().deleteItem(r -> r.tableName(s.table())
+        .key(Map.of("id", AttributeValue.fromS(RecordItems.keyString(key)))));
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
   }
 
   private static Outcome bytes(int size) {
@@ -454,6 +483,56 @@ class DynamoDbStoreTest {
     }
 
     @Test
+    void aClaimDynamoDbRefusesInTheMiddleReleasesTheOthersOnBothPaths() {
+      DynamoDbStore parallel = DynamoDbStore.builder(LOCAL.client())
+          .asyncClient(LOCAL.asyncClient()).table(store.table()).build();
+      for (DynamoDbStore s : List.of(store, parallel)) {
+        List<IdempotencyKey> keys = List.of(newKey(), newKey(), newKey(), newKey(), newKey());
+        poison(s, keys.get(2));
+        try {
+          assertThatThrownBy(() -> s.claimAll(keys.stream().map(k -> request(k, FP)).toList()))
+              .isInstanceOf(StoreUnavailableException.class)
+              .hasMessageContaining("ValidationException");
+        } finally {
+          heal(s, keys.get(2));
+        }
+
+        for (IdempotencyKey key : keys) {
+          Optional<IdempotencyRecord> r = store.find(key);
+          assertThat(r.map(IdempotencyRecord::status)).as("%s", key)
+              .isIn(Optional.empty(), Optional.of(Status.FAILED));
+          assertThat(acquire(store, key)).isNotNull();
+        }
+      }
+    }
+
+    @Test
+    void aClaimWhoseAnswerWasLostIsLookedUpAndReleasedToo() {
+      DynamoDbStore s = DynamoDbStore.builder(LOCAL.client()).table(store.table()).build();
+      IdempotencyKey a = newKey();
+      IdempotencyKey lostKey = newKey();
+      IdempotencyKey c = newKey();
+      String lostId = RecordItems.keyString(lostKey);
+      LostAnswers lost = new LostAnswers(Integer.MAX_VALUE,
+          r -> r.key().get("id").s().equals(lostId));
+      try (DynamoDbAsyncClient asyncClient = LOCAL.newAsyncClient(lost)) {
+        DynamoDbStore parallel = DynamoDbStore.builder(LOCAL.client()).asyncClient(asyncClient)
+            .table(store.table()).build();
+
+        assertThatThrownBy(() -> parallel.claimAll(List.of(request(a, FP), request(lostKey, FP),
+            request(c, FP)))).isInstanceOfSatisfying(StoreUnavailableException.class,
+                e -> assertThat(e.mayHaveBeenApplied()).isTrue());
+
+        assertThat(lost.attempts()).isEqualTo(3);
+        for (IdempotencyKey key : List.of(a, lostKey, c)) {
+          IdempotencyRecord r = s.find(key).orElseThrow();
+          assertThat(r.status()).as("%s", key).isEqualTo(Status.FAILED);
+          assertThat(acquire(s, key).token()).isEqualTo(r.token() + 1);
+        }
+      }
+    }
+
+    @Test
     void aFailedClaimFailsTheBatchAndReleasesWhatItAcquired() {
       DynamoDbStore s = DynamoDbStore.builder(LOCAL.client()).asyncClient(LOCAL.asyncClient())
           .table(store.table()).build();
@@ -470,6 +549,156 @@ class DynamoDbStoreTest {
       assertThat(released.lastError()).startsWith("claimAll failed");
       Claim.Acquired retry = acquire(store, good);
       assertThat(retry.token()).isEqualTo(released.token() + 1);
+    }
+  }
+
+  // -----------------------------------------------------------------------------------------------
+
+  /**
+   * The AWS SDK retries a request whose attempt failed after DynamoDB applied it (the answer was
+   * lost): the retry is the same request re-sent. {@link LostAnswers} loses real answers of
+   * DynamoDB Local so that the SDK retries for real.
+   */
+  @Nested
+  class ResentRequests {
+
+    @Test
+    void theSameClaimSentTwiceIsAcquiredBothTimesWithTheSameTokenAndWritesNothing() {
+      IdempotencyKey key = newKey();
+      ClaimRequest request = request(key, FP);
+      Claim.Acquired first = acquire(store, key, request);
+      IdempotencyRecord written = store.find(key).orElseThrow();
+      CALLS.take();
+
+      Claim.Acquired again = acquire(store, key, request);
+
+      assertThat(again.token()).isEqualTo(first.token());
+      assertThat(again.leaseUntil()).isEqualTo(first.leaseUntil());
+      assertThat(again.attempt()).isEqualTo(1);
+      assertThat(CALLS.take()).as("one failed conditional write, no read")
+          .containsExactly("UpdateItem");
+      assertThat(store.find(key)).contains(written);
+      assertThat(written.claimId()).isEqualTo(request.claimId());
+      assertThat(rawItem(store, "id", key).get("claim_id").n())
+          .isEqualTo(Long.toString(request.claimId()));
+      // Another claim at the same instant is someone else's: in progress.
+      assertThat(store.claim(request(key, FP))).isEqualTo(new Claim.InProgress(first.leaseUntil()));
+    }
+
+    @Test
+    void aCompletionAndAFailureSentTwiceAreAcknowledgedFromTheFailedConditionsAnswer() {
+      IdempotencyKey done = newKey();
+      long token = acquire(store, done).token();
+      Outcome outcome = Outcome.success("text/plain", new byte[] {1, 2});
+      store.complete(done, token, outcome, clock.instant(), RETENTION);
+      IdempotencyRecord completed = store.find(done).orElseThrow();
+      IdempotencyKey failed = newKey();
+      long failedToken = acquire(store, failed).token();
+      store.fail(failed, failedToken, "timeout", clock.instant(), RETENTION);
+      IdempotencyRecord failedRecord = store.find(failed).orElseThrow();
+      CALLS.take();
+
+      store.complete(done, token, outcome, clock.instant(), RETENTION);
+      store.fail(failed, failedToken, "timeout", clock.instant(), RETENTION);
+
+      assertThat(CALLS.take()).containsExactly("UpdateItem", "UpdateItem");
+      assertThat(store.find(done)).contains(completed);
+      assertThat(store.find(failed)).contains(failedRecord);
+      assertThatThrownBy(() -> store.complete(done, token, Outcome.success("text/plain",
+          new byte[] {3}), clock.instant(), RETENTION)).isInstanceOf(LeaseLostException.class);
+      assertThatThrownBy(() -> store.fail(failed, failedToken, "other", clock.instant(),
+          RETENTION)).isInstanceOf(LeaseLostException.class);
+    }
+
+    @Test
+    void anSdkRetryOfAnAppliedClaimIsAcquiredWithTheTokenItsFirstAttemptWrote() {
+      LostAnswers lost = new LostAnswers(1);
+      try (DynamoDbClient client = LOCAL.newClient(lost)) {
+        DynamoDbStore s = DynamoDbStore.builder(client).table(store.table()).build();
+        IdempotencyKey key = newKey();
+        ClaimRequest request = request(key, FP);
+
+        Claim.Acquired acquired = acquire(s, key, request);
+
+        assertThat(lost.attempts()).as("the SDK sent the claim again").isEqualTo(2);
+        IdempotencyRecord r = store.find(key).orElseThrow();
+        assertThat(acquired.token()).isEqualTo(r.token());
+        assertThat(r.claimId()).isEqualTo(request.claimId());
+        assertThat(r.attempts()).isEqualTo(1);
+
+        // The completion's first answer lost too: the SDK's retry finds it applied.
+        lost.loseNext(1);
+        Outcome outcome = Outcome.success("text/plain", new byte[] {42});
+        s.complete(key, acquired.token(), outcome, clock.instant(), RETENTION);
+        assertThat(lost.attempts()).isEqualTo(4);
+        assertThat(s.claim(request(key, FP)))
+            .isEqualTo(new Claim.Replay(outcome, acquired.token()));
+      }
+    }
+
+    @Test
+    void anSdkRetryOfAnAppliedTakeoverAndOfAnAppliedFailureAreRecognised() {
+      // Only the answer of the second write of a claim (the takeover, fenced on the old token).
+      LostAnswers lostTakeovers = new LostAnswers(0,
+          r -> r.expressionAttributeValues().containsKey(":old_token"));
+      LostAnswers lost = new LostAnswers(0);
+      try (DynamoDbClient client = LOCAL.newClient(lostTakeovers, lost)) {
+        DynamoDbStore s = DynamoDbStore.builder(client).table(store.table()).build();
+        IdempotencyKey key = newKey();
+        long first = acquire(s, key).token();
+        clock.advance(LEASE);
+        ClaimRequest takeover = request(key, FP);
+
+        // The takeover is applied, its answer lost; the SDK re-sends it, and its condition fails
+        // on the record it wrote itself.
+        lostTakeovers.loseNext(1);
+        Claim.Acquired taken = acquire(s, key, takeover);
+
+        assertThat(lostTakeovers.attempts()).isEqualTo(2);
+        assertThat(taken.token()).isEqualTo(first + 1);
+        assertThat(store.find(key).orElseThrow().token()).isEqualTo(first + 1);
+        assertThat(store.find(key).orElseThrow().attempts()).isEqualTo(2);
+
+        lost.loseNext(1);
+        s.fail(key, taken.token(), "gateway timeout", clock.instant(), RETENTION);
+        IdempotencyRecord r = store.find(key).orElseThrow();
+        assertThat(r.status()).isEqualTo(Status.FAILED);
+        assertThat(r.lastError()).isEqualTo("gateway timeout");
+      }
+    }
+
+    @Test
+    void answersLostOnEveryAttemptAreUnavailableAndMayHaveBeenApplied() {
+      LostAnswers lost = new LostAnswers(Integer.MAX_VALUE);
+      try (DynamoDbClient client = LOCAL.newClient(lost)) {
+        DynamoDbStore s = DynamoDbStore.builder(client).table(store.table()).build();
+        IdempotencyKey key = newKey();
+        ClaimRequest request = request(key, FP);
+
+        assertThatThrownBy(() -> s.claim(request))
+            .isInstanceOfSatisfying(StoreUnavailableException.class,
+                e -> assertThat(e.mayHaveBeenApplied()).isTrue());
+
+        // It was applied: the same request re-sent (answers reach us again) is the claimant's own.
+        IdempotencyRecord r = store.find(key).orElseThrow();
+        assertThat(r.claimId()).isEqualTo(request.claimId());
+        assertThat(acquire(store, key, request).token()).isEqualTo(r.token());
+      }
+    }
+
+    @Test
+    void aRequestDynamoDbRefusedWasNotApplied() {
+      IdempotencyKey key = newKey();
+      poison(store, key);
+      try {
+        assertThatThrownBy(() -> store.claim(request(key, FP)))
+            .isInstanceOfSatisfying(StoreUnavailableException.class,
+                e -> assertThat(e.mayHaveBeenApplied()).isFalse())
+            .hasMessageContaining("ValidationException");
+      } finally {
+        heal(store, key);
+      }
+      assertThat(acquire(store, key).attempt()).isEqualTo(1);
     }
   }
 
@@ -549,22 +778,50 @@ class DynamoDbStoreTest {
     }
 
     @Test
-    void aDeadEndpointFailsPromptlyAsStoreUnavailable() throws IOException {
-      int closedPort;
-      try (ServerSocket socket = new ServerSocket(0)) {
-        closedPort = socket.getLocalPort();
-      }
+    void aDeadEndpointFailsPromptlyAsStoreUnavailableThatChangedNothing() throws IOException {
+      int closedPort = freePort();
       try (DynamoDbStore s = DynamoDbStore.builder(DynamoDbLocal.REGION)
           .endpoint(URI.create("http://127.0.0.1:" + closedPort))
           .credentials(DynamoDbLocal.credentials())
           .build()) {
         long started = System.nanoTime();
 
+        // Connection refused on every attempt of the SDK: the request never left.
         assertThatThrownBy(() -> s.claim(request(newKey(), FP)))
-            .isInstanceOf(StoreUnavailableException.class)
+            .isInstanceOfSatisfying(StoreUnavailableException.class,
+                e -> assertThat(e.mayHaveBeenApplied()).isFalse())
             .hasMessageContaining("once_records");
 
         assertThat(Duration.ofNanos(System.nanoTime() - started)).isLessThan(Duration.ofSeconds(5));
+      }
+    }
+
+    @Test
+    void aStoreBuiltWhileDynamoDbIsDownWorksOnceItIsUpWithoutRebuilding() throws IOException {
+      int port = freePort();
+      try (DynamoDbStore s = DynamoDbStore.builder(DynamoDbLocal.REGION)
+          .endpoint(URI.create("http://127.0.0.1:" + port))
+          .credentials(DynamoDbLocal.credentials())
+          .table(DynamoDbLocal.uniqueTable("outage"))
+          .build()) {
+        IdempotencyKey key = newKey();
+        ClaimRequest request = request(key, FP);
+        List<ClaimRequest> batch = List.of(request(newKey(), FP), request(newKey(), FP));
+
+        // Nothing listens: every call is StoreUnavailableException, as any later outage.
+        for (Runnable call : List.<Runnable>of(() -> s.claim(request), () -> s.claimAll(batch),
+            () -> s.find(key), () -> s.complete(key, 1, bytes(1), clock.instant(), RETENTION))) {
+          assertThatThrownBy(call::run).isInstanceOfSatisfying(StoreUnavailableException.class,
+              e -> assertThat(e.mayHaveBeenApplied()).isFalse());
+        }
+
+        try (DynamoDbLocal started = DynamoDbLocal.start(port)) {
+          assertThat(s.createTable()).isTrue();
+          Claim.Acquired acquired = acquire(s, key, request);
+          assertThat(s.claimAll(batch)).allMatch(c -> c instanceof Claim.Acquired);
+          s.complete(key, acquired.token(), bytes(1), clock.instant(), RETENTION);
+          assertThat(s.find(key).orElseThrow().status()).isEqualTo(Status.COMPLETED);
+        }
       }
     }
   }

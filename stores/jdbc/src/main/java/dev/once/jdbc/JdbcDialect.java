@@ -7,6 +7,7 @@ import dev.once.jdbc.internal.TableName;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
@@ -15,7 +16,8 @@ import javax.sql.DataSource;
 /**
  * The databases {@link JdbcStore} speaks. They differ in how a claim locks (row locks, or SQLite's
  * single writer), in DDL and in how large a payload fits, so the store must know which one it
- * talks to; {@link JdbcStore.Builder#build()} detects it from the driver when not told.
+ * talks to; without {@link JdbcStore.Builder#dialect} the store detects it from the driver on its
+ * first call.
  */
 public enum JdbcDialect {
   /** PostgreSQL 12 or later. */
@@ -32,22 +34,45 @@ public enum JdbcDialect {
   }
 
   /**
-   * The DDL that {@link JdbcStore#createSchema()} applies, for {@code table}: CREATE TABLE and
-   * its two indexes, each {@code IF NOT EXISTS}. Hand it to your migration tool (Flyway, Liquibase)
-   * if you prefer; the same text ships as {@link #schemaResource()}.
+   * The DDL that {@link JdbcStore#createSchema()} applies, for {@code table}: every version of
+   * {@link #schemaResources()} in order. Version 1 creates the table and its two indexes, each
+   * {@code IF NOT EXISTS}; version 2 adds the {@code claim_id} column to a table made by version 1
+   * ({@code ADD COLUMN IF NOT EXISTS} on PostgreSQL and MariaDB; SQLite has no such clause, so
+   * there the text is for a table without the column, and {@code createSchema()} checks first).
+   * Hand the versions to your migration tool (Flyway, Liquibase) if you prefer.
    *
    * @throws IllegalArgumentException if {@code table} is not a plain identifier
    */
   public String schema(String table) {
-    return SchemaScript.text(schemaResource(), validate(table));
+    TableName name = validate(table);
+    StringBuilder text = new StringBuilder();
+    for (String resource : schemaResources()) {
+      String part = SchemaScript.text(resource, name);
+      text.append(part);
+      if (!part.endsWith("\n")) {
+        text.append('\n');
+      }
+    }
+    return text.toString();
   }
 
   /**
-   * The versioned classpath resource holding the DDL, with {@code ${table}} (the table name) and
-   * {@code ${name}} (its unqualified part) placeholders.
+   * The versioned classpath resources holding the DDL, oldest first, with {@code ${table}} (the
+   * table name) and {@code ${name}} (its unqualified part) placeholders: {@code V1__once_records.sql}
+   * (the table and its indexes) and {@code V2__once_records_claim_id.sql} (the claim id column).
+   * Ship each as a migration of its own, in order.
+   */
+  public List<String> schemaResources() {
+    String dir = "dev/once/jdbc/schema/" + directory + "/";
+    return List.of(dir + "V1__once_records.sql", dir + "V2__once_records_claim_id.sql");
+  }
+
+  /**
+   * The first of {@link #schemaResources()}: the table and its indexes as version 1 made them.
+   * A table needs the later versions too.
    */
   public String schemaResource() {
-    return "dev/once/jdbc/schema/" + directory + "/V1__once_records.sql";
+    return schemaResources().get(0);
   }
 
   /**
@@ -90,8 +115,9 @@ public enum JdbcDialect {
     try (Connection c = dataSource.getConnection()) {
       product = c.getMetaData().getDatabaseProductName();
     } catch (SQLException e) {
+      // Nothing was written: no connection, or only its metadata was read.
       throw new StoreUnavailableException(
-          "detecting the database dialect failed: " + e.getMessage(), e);
+          "detecting the database dialect failed: " + e.getMessage(), e, false);
     }
     return fromProductName(String.valueOf(product)).orElseThrow(() -> new IllegalArgumentException(
         "unsupported database '" + product + "': the JDBC store speaks PostgreSQL, MariaDB/MySQL"

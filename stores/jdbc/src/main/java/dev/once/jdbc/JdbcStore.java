@@ -1,9 +1,9 @@
 package dev.once.jdbc;
 
-import dev.once.internal.Checks;
 import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
+import dev.once.internal.Checks;
 import dev.once.jdbc.internal.Dialect;
 import dev.once.jdbc.internal.JdbcEngine;
 import dev.once.jdbc.internal.SqliteFiles;
@@ -34,7 +34,7 @@ import javax.sql.DataSource;
  * is one conditional {@code UPDATE} on the fencing token.
  *
  * <pre>{@code
- * JdbcStore store = JdbcStore.builder(dataSource)      // dialect detected from the driver
+ * JdbcStore store = JdbcStore.builder(dataSource)      // dialect detected on the first call
  *     .table("once_records")
  *     .build();
  * store.createSchema();                                // or apply JdbcDialect.schema(table) yourself
@@ -44,24 +44,28 @@ import javax.sql.DataSource;
  * {@link JdbcDialect#schema(String)} with your migrations. Times are stored as epoch microseconds
  * (instants are floored to the microsecond). Every database error becomes a
  * {@link StoreUnavailableException}; deadlocks and serialization failures are retried a few times
- * first. Thread-safe. Closing the store leaves the caller's DataSource open.
+ * first; {@link StoreUnavailableException#mayHaveBeenApplied()} is false unless the connection
+ * was lost while a write or commit was under way. A re-sent claim (same
+ * {@link ClaimRequest#claimId}) finds its own claim, and a completion or failure repeated after it
+ * was applied is acknowledged. {@link Builder#build()} never connects, so the store can be built
+ * while its database is down. Thread-safe. Closing the store leaves the caller's DataSource open.
  */
 public final class JdbcStore implements IdempotencyStore {
 
   /** The table name used unless {@link Builder#table} says otherwise. */
   public static final String DEFAULT_TABLE = "once_records";
 
-  private final JdbcDialect dialect;
+  private final DataSource dataSource;
   private final String table;
   private final int maxPayloadBytes;
-  private final JdbcEngine engine;
+  /** Null until the dialect is known: detected by the first call that needs the database. */
+  private volatile JdbcEngine engine;
 
-  private JdbcStore(JdbcDialect dialect, TableName table, DataSource dataSource,
-      int maxPayloadBytes) {
-    this.dialect = dialect;
-    this.table = table.qualified();
+  private JdbcStore(DataSource dataSource, String table, JdbcEngine engine, int maxPayloadBytes) {
+    this.dataSource = dataSource;
+    this.table = table;
+    this.engine = engine;
     this.maxPayloadBytes = maxPayloadBytes;
-    this.engine = new JdbcEngine(dataSource, Dialect.of(dialect, table));
   }
 
   /** Starts a store over {@code dataSource}. */
@@ -99,7 +103,11 @@ public final class JdbcStore implements IdempotencyStore {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     }
 
-    /** The database's dialect; without it {@link #build()} asks the database. */
+    /**
+     * The database's dialect. Without it the store asks the database ({@code DatabaseMetaData},
+     * one connection) on its first call, so that {@link #build()} never needs the database; name
+     * it to skip that round trip and to have the dialect's payload bound by default.
+     */
     public Builder dialect(JdbcDialect dialect) {
       this.dialect = Objects.requireNonNull(dialect, "dialect");
       return this;
@@ -120,9 +128,11 @@ public final class JdbcStore implements IdempotencyStore {
 
     /**
      * The largest outcome or checkpoint body the store accepts (default
-     * {@link JdbcDialect#defaultMaxPayloadBytes()}). {@code Once} refuses larger payloads with
-     * {@code PayloadTooLargeException} before they reach the database. For MariaDB/MySQL keep it
-     * under half the server's {@code max_allowed_packet}.
+     * {@link JdbcDialect#defaultMaxPayloadBytes()} of the dialect given to {@link #dialect}; without
+     * one, the smallest of them, MariaDB's, since the store cannot know its database before its
+     * first call). {@code Once} refuses larger payloads with {@code PayloadTooLargeException}
+     * before they reach the database. For MariaDB/MySQL keep it under half the server's
+     * {@code max_allowed_packet}.
      */
     public Builder maxPayloadBytes(int bytes) {
       this.maxPayloadBytes = Checks.positive(bytes, "maxPayloadBytes");
@@ -130,28 +140,52 @@ public final class JdbcStore implements IdempotencyStore {
     }
 
     /**
-     * The store. Detects the dialect (one connection) when none was given; applies no DDL.
+     * The store. Never connects: it applies no DDL, and without a {@link #dialect} the dialect is
+     * detected by the store's first call (which reports an unreachable database as
+     * {@link StoreUnavailableException}, as every later call does). A database that is down
+     * while the application starts therefore does not stop it.
      *
-     * @throws StoreUnavailableException if the dialect must be detected and no connection can be
-     *                                   made
-     * @throws IllegalArgumentException  if the table name does not suit the dialect
+     * @throws IllegalArgumentException if the table name does not suit the dialect given
      */
     public JdbcStore build() {
-      JdbcDialect d = dialect != null ? dialect : JdbcDialect.detect(dataSource);
-      TableName name = d.validate(table);
-      return new JdbcStore(d, name, dataSource,
-          maxPayloadBytes != null ? maxPayloadBytes : d.defaultMaxPayloadBytes());
+      if (dialect == null) {
+        return new JdbcStore(dataSource, table, null,
+            maxPayloadBytes != null ? maxPayloadBytes : JdbcDialect.MARIADB.defaultMaxPayloadBytes());
+      }
+      TableName name = dialect.validate(table);
+      return new JdbcStore(dataSource, name.qualified(),
+          new JdbcEngine(dataSource, Dialect.of(dialect, name)),
+          maxPayloadBytes != null ? maxPayloadBytes : dialect.defaultMaxPayloadBytes());
     }
   }
 
-  /** The engine, for {@link TransactionalOnce}: the same DataSource, dialect and table. */
+  /**
+   * The engine, for {@link TransactionalOnce}: the same DataSource, dialect and table. Detects the
+   * dialect first if it was not given (racing first calls may each detect it; same answer).
+   *
+   * @throws StoreUnavailableException if the dialect must be detected and no connection can be
+   *                                   made (nothing was written)
+   * @throws IllegalArgumentException  if the database is none of the three, or the table name does
+   *                                   not suit it
+   */
   JdbcEngine engine() {
-    return engine;
+    JdbcEngine e = engine;
+    if (e == null) {
+      JdbcDialect detected = JdbcDialect.detect(dataSource);
+      e = new JdbcEngine(dataSource, Dialect.of(detected, detected.validate(table)));
+      engine = e;
+    }
+    return e;
   }
 
-  /** The dialect this store speaks. */
+  /**
+   * The dialect this store speaks; asks the database if it was not given and no call has
+   * detected it yet.
+   *
+   * @throws StoreUnavailableException if it must be detected and no connection can be made
+   */
   public JdbcDialect dialect() {
-    return dialect;
+    return engine().dialect().kind();
   }
 
   /** The table this store uses. */
@@ -160,18 +194,21 @@ public final class JdbcStore implements IdempotencyStore {
   }
 
   /**
-   * Creates the table and its indexes if they do not exist ({@link JdbcDialect#schema(String)}).
-   * Idempotent; safe to call at every start. Never called implicitly.
+   * Creates the table and its indexes if they do not exist ({@link JdbcDialect#schema(String)}),
+   * and upgrades a table made by an earlier version: adds the {@code claim_id} column where it is
+   * missing (looked up first, so an up-to-date table is never altered). Idempotent; safe to call at
+   * every start. Never called implicitly; a store over a table that lacks the column fails its
+   * claims with a {@link StoreUnavailableException} that says to call this.
    *
    * @throws StoreUnavailableException if the DDL fails (permissions, connection)
    */
   public void createSchema() {
-    engine.createSchema();
+    engine().createSchema();
   }
 
   @Override
   public Claim claim(ClaimRequest request) {
-    return engine.claim(request);
+    return engine().claim(request);
   }
 
   /**
@@ -182,7 +219,7 @@ public final class JdbcStore implements IdempotencyStore {
    */
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests) {
-    return engine.claimAll(requests);
+    return engine().claimAll(requests);
   }
 
   /**
@@ -195,43 +232,43 @@ public final class JdbcStore implements IdempotencyStore {
   @Override
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
       Duration retention) {
-    return engine.completeAll(completions, now, retention, maxPayloadBytes);
+    return engine().completeAll(completions, now, retention, maxPayloadBytes);
   }
 
   @Override
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {
-    engine.complete(key, token, outcome, now, retention);
+    engine().complete(key, token, outcome, now, retention);
   }
 
   @Override
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
-    engine.fail(key, token, error, now, retention);
+    engine().fail(key, token, error, now, retention);
   }
 
   @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
-    return engine.extend(key, token, now, lease);
+    return engine().extend(key, token, now, lease);
   }
 
   @Override
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
-    engine.checkpoint(key, token, checkpoint, now);
+    engine().checkpoint(key, token, checkpoint, now);
   }
 
   @Override
   public Optional<IdempotencyRecord> find(IdempotencyKey key) {
-    return engine.find(key);
+    return engine().find(key);
   }
 
   @Override
   public int purgeExpired(Instant now, int limit) {
-    return engine.purgeExpired(now, limit);
+    return engine().purgeExpired(now, limit);
   }
 
   @Override
   public int reapExpiredLeases(Instant now, int limit) {
-    return engine.reapExpiredLeases(now, limit);
+    return engine().reapExpiredLeases(now, limit);
   }
 
   @Override
@@ -245,6 +282,8 @@ public final class JdbcStore implements IdempotencyStore {
 
   @Override
   public String toString() {
-    return "JdbcStore[" + dialect + ", " + table + "]";
+    JdbcEngine e = engine;
+    return "JdbcStore[" + (e != null ? e.dialect().kind() : "dialect detected on first call")
+        + ", " + table + "]";
   }
 }

@@ -1,17 +1,17 @@
 package dev.once.jdbc;
 
-import dev.once.internal.Checks;
 import dev.once.Codec;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.KeyReusedException;
 import dev.once.OnceListener;
-import dev.once.PayloadTooLargeException;
+import dev.once.OutcomeNotStoredException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.StoreUnavailableException;
+import dev.once.internal.Checks;
 import dev.once.jdbc.internal.TransactionalEngine;
 import java.sql.Connection;
 import java.time.Clock;
@@ -19,7 +19,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * Transactional mode (DESIGN §4.2): the claim of the key, the business SQL and the stored outcome
+ * Transactional mode (docs/architecture.md, "SQL stores and the two execution modes"): the claim of the key, the business SQL and the stored outcome
  * commit in <em>one</em> database transaction. A crash, a lost connection or a retryable exception
  * rolls all of it back and leaves no record, so no lease is needed and there are no zombies; a
  * concurrent duplicate waits on the key's row lock for the original's end (up to
@@ -55,9 +55,18 @@ import java.util.Objects;
  *   <li>terminal failure: the business writes rolled back (to a savepoint after the claim), the
  *       FAILURE outcome stored and committed, the exception rethrown; duplicates get
  *       {@link ReplayedFailureException};
+ *   <li>a value that cannot be stored (encoded larger than {@link Builder#maxPayloadBytes}, or
+ *       the codec throws): the logic ran, so its business writes commit all the same, with the key
+ *       completed by a marker ({@link dev.once.spi.Outcome#notStored}) instead of the value, in
+ *       the same transaction; the value is returned and the listener hears
+ *       {@link OnceListener#onOutcomeNotStored}. Duplicates get {@link OutcomeNotStoredException}
+ *       and never run the logic again (as in lease mode);
  *   <li>database errors: {@link StoreUnavailableException} with the {@link java.sql.SQLException}
  *       as cause, after rolling back. A claim that meets a deadlock or serialization failure in a
  *       transaction of its own runs again (bounded) before the logic ever ran.
+ *       {@link StoreUnavailableException#mayHaveBeenApplied()} is true only when the connection
+ *       was lost while our own transaction's completion and commit were under way (a retry then
+ *       replays, or runs if it did not commit); false when nothing can have committed.
  * </ul>
  * A FAILED or lease-expired IN_PROGRESS record left on the same table by lease mode is taken over
  * (token + 1), as {@link dev.once.spi.ClaimRules#decide} says.
@@ -75,12 +84,24 @@ public final class TransactionalOnce {
 
   private final JdbcStore store;
   private final Duration lockWait;
-  private final TransactionalEngine engine;
+  private final TransactionalEngine.Settings settings;
+  /** Made on the first call: the store may not know its dialect before (detected then). */
+  private volatile TransactionalEngine engine;
 
-  private TransactionalOnce(JdbcStore store, Duration lockWait, TransactionalEngine engine) {
+  private TransactionalOnce(JdbcStore store, Duration lockWait,
+      TransactionalEngine.Settings settings) {
     this.store = store;
     this.lockWait = lockWait;
-    this.engine = engine;
+    this.settings = settings;
+  }
+
+  private TransactionalEngine engine() {
+    TransactionalEngine e = engine;
+    if (e == null) {
+      e = new TransactionalEngine(store.engine(), settings);
+      engine = e;
+    }
+    return e;
   }
 
   /** A builder over {@code store}'s DataSource, dialect and table. */
@@ -98,7 +119,7 @@ public final class TransactionalOnce {
    * @throws KeyReusedException         the key was used with another fingerprint
    * @throws RequestInProgressException the original is still running
    * @throws ReplayedFailureException   the original failed terminally
-   * @throws PayloadTooLargeException   the outcome is larger than the bound; all rolled back
+   * @throws OutcomeNotStoredException  the original ran, but its value could not be stored
    * @throws StoreUnavailableException  the database failed; the transaction was rolled back
    */
   public <T, X extends Exception> T execute(IdempotencyKey key, Fingerprint fingerprint,
@@ -110,7 +131,7 @@ public final class TransactionalOnce {
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, TransactionalWork<T, X> work) throws X {
     check(key, fingerprint, codec, work);
-    return engine.call(key, fingerprint, codec, work);
+    return engine().call(key, fingerprint, codec, work);
   }
 
   /**
@@ -148,7 +169,7 @@ public final class TransactionalOnce {
       throws X {
     Objects.requireNonNull(connection, "connection");
     check(key, fingerprint, codec, work);
-    return engine.callIn(connection, key, fingerprint, codec, work);
+    return engine().callIn(connection, key, fingerprint, codec, work);
   }
 
   /** The store whose DataSource, dialect and table this instance uses. */
@@ -251,10 +272,8 @@ public final class TransactionalOnce {
     /** A {@link TransactionalOnce} with these settings. */
     public TransactionalOnce build() {
       int payloadLimit = Math.min(maxPayloadBytes, store.maxPayloadBytes());
-      TransactionalEngine engine = new TransactionalEngine(store.engine(),
-          new TransactionalEngine.Settings(retention, failurePolicy, clock, payloadLimit,
-              lockWait, listener));
-      return new TransactionalOnce(store, lockWait, engine);
+      return new TransactionalOnce(store, lockWait, new TransactionalEngine.Settings(retention,
+          failurePolicy, clock, payloadLimit, lockWait, listener));
     }
   }
 }

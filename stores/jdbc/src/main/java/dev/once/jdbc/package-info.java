@@ -6,10 +6,10 @@
  * <pre>{@code
  * HikariDataSource pool = new HikariDataSource(config);   // any DataSource; bring your own driver
  * JdbcStore store = JdbcStore.builder(pool)
- *     .dialect(JdbcDialect.POSTGRESQL)                     // optional: detected from the driver
+ *     .dialect(JdbcDialect.POSTGRESQL)                     // optional: detected on the first call
  *     .table("once_records")                               // the default
  *     .build();
- * store.createSchema();                                    // explicit and idempotent; or run
+ * store.createSchema();                                    // explicit, idempotent, upgrades; or run
  *                                                          // JdbcDialect.POSTGRESQL.schema(table)
  *                                                          // from your migrations
  * Once once = Once.builder(store).build();

@@ -2,7 +2,7 @@ package dev.once.jdbc;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import dev.once.testkit.TestPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -47,41 +47,14 @@ final class Databases {
     static final JdbcStore STORE;
 
     static {
-      String url = System.getenv("ONCE_POSTGRES_URL");
       HikariConfig config = config("once-postgres");
-      if (url != null && !url.isBlank()) {
-        config.setJdbcUrl(url);
-        TABLE = uniqueTable("once_test");
-      } else {
-        EmbeddedPostgres pg = startEmbedded();
-        config.setJdbcUrl(pg.getJdbcUrl("postgres", "postgres"));
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-          try {
-            pg.close();
-          } catch (IOException e) {
-            // exiting anyway
-          }
-        }));
-        TABLE = JdbcStore.DEFAULT_TABLE;
-      }
+      config.setJdbcUrl(TestPostgres.jdbcUrl());
+      TABLE = TestPostgres.isExternal() ? uniqueTable("once_test") : JdbcStore.DEFAULT_TABLE;
       DATA_SOURCE = new HikariDataSource(config);
       STORE = JdbcStore.builder(DATA_SOURCE).dialect(JdbcDialect.POSTGRESQL).table(TABLE).build();
       STORE.createSchema();
       if (!TABLE.equals(JdbcStore.DEFAULT_TABLE)) {
         dropAtExit(DATA_SOURCE, TABLE);
-      }
-    }
-
-    private static EmbeddedPostgres startEmbedded() {
-      try {
-        return EmbeddedPostgres.builder()
-            // Test data is disposable: trade durability for speed.
-            .setServerConfig("fsync", "off")
-            .setServerConfig("synchronous_commit", "off")
-            .setServerConfig("full_page_writes", "off")
-            .start();
-      } catch (IOException e) {
-        throw new UncheckedIOException("embedded PostgreSQL did not start", e);
       }
     }
 

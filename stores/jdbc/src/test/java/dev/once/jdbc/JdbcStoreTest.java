@@ -83,8 +83,12 @@ class JdbcStoreTest {
         "expires_at")) {
       assertThat(ddl).containsPattern("(?m)^\\s+" + column + "\\s");
     }
-    assertThat(JdbcStoreTest.class.getClassLoader().getResource(dialect.schemaResource()))
-        .isNotNull();
+    assertThat(ddl).containsPattern("(?m)^ALTER TABLE orders_once ADD COLUMN (IF NOT EXISTS )?"
+        + "claim_id (bigint|BIGINT|INTEGER) NOT NULL DEFAULT 0;$");
+    assertThat(dialect.schemaResources()).hasSize(2).first().isEqualTo(dialect.schemaResource());
+    for (String resource : dialect.schemaResources()) {
+      assertThat(JdbcStoreTest.class.getClassLoader().getResource(resource)).isNotNull();
+    }
   }
 
   @Test
@@ -213,6 +217,7 @@ class JdbcStoreTest {
     assertUnavailable(() -> store.purgeExpired(T0, 10), "purgeExpired failed: ");
     assertUnavailable(() -> store.reapExpiredLeases(T0, 10), "reapExpiredLeases failed: ");
     assertUnavailable(store::createSchema, "createSchema of ");
+    assertThat(store.dialect()).as("given, so never detected").isEqualTo(JdbcDialect.POSTGRESQL);
   }
 
   @Test
@@ -225,19 +230,63 @@ class JdbcStoreTest {
     broken.setURL("jdbc:postgresql://127.0.0.1:" + port + "/nothing");
     broken.setConnectTimeout(2);
 
-    assertThatThrownBy(() -> JdbcStore.builder(broken).build())
-        .isInstanceOf(StoreUnavailableException.class)
-        .hasMessageStartingWith("detecting the database dialect failed")
-        .hasCauseInstanceOf(SQLException.class);
-    JdbcStore store = JdbcStore.builder(broken).dialect(JdbcDialect.POSTGRESQL).build();
     IdempotencyKey key = key("unreachable");
+    // Building never connects; the first call detects the dialect and finds no server.
+    JdbcStore detecting = JdbcStore.builder(broken).build();
+    assertThat(detecting).hasToString("JdbcStore[dialect detected on first call, once_records]");
+    assertUnavailable(() -> detecting.claim(request(key, T0)),
+        "detecting the database dialect failed");
+    assertUnavailable(detecting::dialect, "detecting the database dialect failed");
+    JdbcStore store = JdbcStore.builder(broken).dialect(JdbcDialect.POSTGRESQL).build();
     assertUnavailable(() -> store.claim(request(key, T0)), "claim on " + key + " failed: ");
+    assertThatThrownBy(() -> store.claim(request(key, T0)))
+        .hasMessageContaining("no connection could be made, nothing was sent");
   }
 
+  /** Unavailable, and known to have changed nothing: no connection could be made. */
   private static void assertUnavailable(org.assertj.core.api.ThrowableAssert.ThrowingCallable call,
       String messageStart) {
-    assertThatThrownBy(call).isInstanceOf(StoreUnavailableException.class)
+    assertThatThrownBy(call).isInstanceOfSatisfying(StoreUnavailableException.class,
+            e -> assertThat(e.mayHaveBeenApplied()).as("may have been applied").isFalse())
         .hasMessageStartingWith(messageStart).hasCauseInstanceOf(SQLException.class);
+  }
+
+  @ParameterizedTest
+  @EnumSource(JdbcDialect.class)
+  void aClaimOrBatchMeetingAnErrorInTheDatabaseWritesNothingAndSaysSo(JdbcDialect dialect) {
+    JdbcStore store = Databases.store(dialect);
+    String scope = key("x").scope();
+    List<IdempotencyKey> keys = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      keys.add(IdempotencyKey.of(scope, "k" + i));
+    }
+    // One key exists already (FAILED): the batch both inserts and updates.
+    long token = ((Claim.Acquired) store.claim(request(keys.get(0), T0))).token();
+    store.fail(keys.get(0), token, "retry me", T0, RETENTION);
+    IdempotencyRecord failed = store.find(keys.get(0)).orElseThrow();
+    List<ClaimRequest> batch = new ArrayList<>();
+    keys.forEach(k -> batch.add(request(k, T0.plusSeconds(1))));
+    IdempotencyKey bad = keys.get(3);
+    Poison.inject(store, bad);
+    try {
+      assertThatThrownBy(() -> store.claimAll(batch))
+          .isInstanceOfSatisfying(StoreUnavailableException.class,
+              e -> assertThat(e.mayHaveBeenApplied()).as("rolled back").isFalse())
+          .hasMessageStartingWith("claimAll of 5 keys failed: ")
+          .hasMessageContaining("poisoned key");
+      assertThatThrownBy(() -> store.claim(request(bad, T0.plusSeconds(1))))
+          .isInstanceOfSatisfying(StoreUnavailableException.class,
+              e -> assertThat(e.mayHaveBeenApplied()).as("refused").isFalse());
+      // The transaction was rolled back: not one row of the batch was written.
+      assertThat(store.find(keys.get(0))).contains(failed);
+      for (IdempotencyKey k : keys.subList(1, keys.size())) {
+        assertThat(store.find(k)).as("record of %s", k).isEmpty();
+      }
+    } finally {
+      Poison.heal(store, bad);
+    }
+    assertThat(store.claimAll(batch)).allSatisfy(c -> assertThat(c)
+        .isInstanceOf(Claim.Acquired.class));
   }
 
   // --------------------------------------------------------------------------------------------
@@ -350,7 +399,11 @@ class JdbcStoreTest {
     for (IdempotencyKey k : keys) {
       assertThat(store.find(k).orElseThrow().key()).isEqualTo(k);
     }
-    assertThat(store.claimAll(requests)).allSatisfy(c -> assertThat(c)
+    // The same requests re-sent are their claimants' own; anyone else's are in progress.
+    assertThat(store.claimAll(requests)).isEqualTo(claims);
+    List<ClaimRequest> others = new ArrayList<>();
+    keys.forEach(k -> others.add(request(k, T0)));
+    assertThat(store.claimAll(others)).allSatisfy(c -> assertThat(c)
         .isEqualTo(new Claim.InProgress(T0.plus(LEASE))));
   }
 
@@ -560,7 +613,8 @@ class JdbcStoreTest {
         s.executeUpdate("INSERT INTO " + store.table() + " SELECT scope, tenant, 'copy', status,"
             + " fingerprint, token, lease_until, attempts, checkpoint_name, checkpoint_data,"
             + " outcome_kind, outcome_media_type, outcome_body, last_error, created_at,"
-            + " updated_at, expires_at FROM " + store.table() + " WHERE scope = '" + done.scope()
+            + " updated_at, expires_at, claim_id FROM " + store.table() + " WHERE scope = '"
+            + done.scope()
             + "' AND idem_key = 'done'");
       }
 

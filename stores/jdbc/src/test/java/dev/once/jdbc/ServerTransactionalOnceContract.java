@@ -320,6 +320,8 @@ abstract class ServerTransactionalOnceContract extends TransactionalOnceContract
       assertThat(thrown).isInstanceOf(StoreUnavailableException.class)
           .hasMessageStartingWith("claim on " + key + " failed: ")
           .hasCauseInstanceOf(SQLException.class);
+      assertThat(((StoreUnavailableException) thrown).mayHaveBeenApplied())
+          .as("a claim's transaction never reached its commit").isFalse();
       holder.rollback();
     }
     assertThat(runs).hasValue(0);
@@ -347,6 +349,8 @@ abstract class ServerTransactionalOnceContract extends TransactionalOnceContract
         .hasMessageStartingWith("complete on " + key + " failed: ")
         .hasMessageContaining("connection was lost")
         .hasCauseInstanceOf(SQLException.class);
+    assertThat(((StoreUnavailableException) thrown).mayHaveBeenApplied())
+        .as("the connection went while the completion and commit were under way").isTrue();
     assertNothingStored(key);
     assertThat(once.call(key, FP, Codecs.utf8(), this::book).replayed()).isFalse();
     assertThat(ledgerRows(key)).isEqualTo(1);
@@ -392,7 +396,8 @@ abstract class ServerTransactionalOnceContract extends TransactionalOnceContract
         String value = book(tx);
         kill(id);
         return value;
-      })).isInstanceOf(StoreUnavailableException.class)
+      })).isInstanceOfSatisfying(StoreUnavailableException.class,
+              e -> assertThat(e.mayHaveBeenApplied()).as("never committed here").isFalse())
           .hasMessageContaining("the caller's transaction is lost")
           .hasCauseInstanceOf(SQLException.class);
     }

@@ -14,7 +14,7 @@ import dev.once.InMemoryStore;
 import dev.once.KeyReusedException;
 import dev.once.Once;
 import dev.once.OnceListener;
-import dev.once.PayloadTooLargeException;
+import dev.once.OutcomeNotStoredException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
@@ -384,15 +384,115 @@ abstract class TransactionalOnceContract {
     assertThat(ledgerRows(key)).isEqualTo(1);
   }
 
+  /** Records what the listener hears when a value is not stored. */
+  static final class NotStoredListener implements OnceListener {
+    final List<String> events = new CopyOnWriteArrayList<>();
+
+    @Override
+    public void onOutcomeNotStored(IdempotencyKey key, long token, Throwable cause) {
+      events.add("not-stored " + key.key() + " " + cause.getClass().getSimpleName());
+    }
+
+    @Override
+    public void onCompleted(IdempotencyKey key, long token, Duration elapsed) {
+      events.add("completed " + key.key());
+    }
+
+    @Override
+    public void onFailed(IdempotencyKey key, long token, Throwable failure, boolean terminal) {
+      events.add("failed " + key.key());
+    }
+  }
+
+  /** A codec whose encode always throws. */
+  static final dev.once.Codec<String> BROKEN_CODEC = new dev.once.Codec<>() {
+    @Override
+    public String mediaType() {
+      return "text/plain";
+    }
+
+    @Override
+    public byte[] encode(String value) {
+      throw new IllegalStateException("cannot encode " + value);
+    }
+
+    @Override
+    public String decode(byte[] bytes) {
+      throw new AssertionError("nothing was stored to decode");
+    }
+  };
+
   @Test
-  void anOversizedOutcomeRollsEverythingBack() throws Exception {
-    TransactionalOnce once = once().maxPayloadBytes(4).build();
+  void anOversizedValueCompletesTheKeyWithoutItAndTheLogicNeverRunsAgain() throws Exception {
+    NotStoredListener listener = new NotStoredListener();
+    TransactionalOnce once = once().maxPayloadBytes(4).listener(listener).build();
     IdempotencyKey key = key("oversized");
+    AtomicInteger runs = new AtomicInteger();
 
+    Result<String> first = once.call(key, FP, Codecs.utf8(), tx -> {
+      runs.incrementAndGet();
+      return book(tx);
+    });
+
+    // The value is returned, the business row and the marker commit together.
+    assertThat(first).isEqualTo(new Result<>("booked oversized", false, first.token()));
+    assertThat(ledgerRows(key)).isEqualTo(1);
+    IdempotencyRecord r = record(key);
+    assertThat(r.status()).isEqualTo(Status.COMPLETED);
+    assertThat(r.token()).isEqualTo(first.token());
+    assertThat(r.outcome().isNotStored()).isTrue();
+    assertThat(r.outcome().notStoredReason()).contains("PayloadTooLargeException");
+    assertThat(listener.events).containsExactly(
+        "not-stored oversized PayloadTooLargeException", "completed oversized");
+    for (int duplicate = 0; duplicate < 2; duplicate++) {
+      assertThatThrownBy(() -> once.call(key, FP, Codecs.utf8(), tx -> {
+        runs.incrementAndGet();
+        return book(tx);
+      })).isInstanceOfSatisfying(OutcomeNotStoredException.class, e -> {
+        assertThat(e.key()).isEqualTo(key);
+        assertThat(e.reason()).contains("PayloadTooLargeException");
+      });
+    }
+    assertThat(runs).hasValue(1);
+    assertThat(ledgerRows(key)).isEqualTo(1);
+  }
+
+  @Test
+  void aValueItsCodecCannotEncodeCompletesTheKeyWithoutIt() throws Exception {
+    NotStoredListener listener = new NotStoredListener();
+    TransactionalOnce once = once().listener(listener).build();
+    IdempotencyKey key = key("unencodable");
+
+    assertThat(once.execute(key, FP, BROKEN_CODEC, this::book)).isEqualTo("booked unencodable");
+
+    assertThat(ledgerRows(key)).isEqualTo(1);
+    assertThat(record(key).outcome().notStoredReason())
+        .isEqualTo("java.lang.IllegalStateException: cannot encode booked unencodable");
+    assertThat(listener.events).containsExactly(
+        "not-stored unencodable IllegalStateException", "completed unencodable");
+    assertThatThrownBy(() -> once.execute(key, FP, BROKEN_CODEC, this::book))
+        .isInstanceOf(OutcomeNotStoredException.class);
+    assertThat(ledgerRows(key)).isEqualTo(1);
+  }
+
+  @Test
+  void aValueNotStoredInTheCallersTransactionCommitsWithTheCaller() throws Exception {
+    TransactionalOnce once = once().maxPayloadBytes(4).build();
+    IdempotencyKey key = key("joined-oversized");
+    try (Connection c = dataSource().getConnection()) {
+      c.setAutoCommit(false);
+
+      Result<String> r = once.callInTransaction(c, key, FP, Codecs.utf8(), this::book);
+
+      assertThat(r.value()).isEqualTo("booked joined-oversized");
+      assertThat(store().find(key)).as("not committed yet").isEmpty();
+      c.commit();
+      c.setAutoCommit(true);
+    }
+    assertThat(record(key).outcome().isNotStored()).isTrue();
+    assertThat(ledgerRows(key)).isEqualTo(1);
     assertThatThrownBy(() -> once.call(key, FP, Codecs.utf8(), this::book))
-        .isInstanceOf(PayloadTooLargeException.class);
-
-    assertNothingStored(key);
+        .isInstanceOf(OutcomeNotStoredException.class);
   }
 
   // ----------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import dev.once.StoreUnavailableException;
 import dev.once.internal.Checks;
 import dev.once.redis.internal.KeyLayout;
 import dev.once.redis.internal.RedisAccess;
+import dev.once.redis.internal.RedisConnector;
 import dev.once.redis.internal.RedisEngine;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
@@ -15,7 +16,6 @@ import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
@@ -32,6 +32,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -62,6 +64,13 @@ import java.util.concurrent.TimeUnit;
  * command timeout becomes a {@link StoreUnavailableException}; no call waits longer than the
  * command timeout (plus the {@code WAIT} timeout of {@link Durability#replicas}). Thread-safe: one
  * multiplexed connection serves every thread.
+ *
+ * <p>{@link Builder#build()} sends nothing: the store connects on its first call, so an application
+ * starts while Redis is down, and its calls throw {@link StoreUnavailableException} (nothing sent:
+ * {@link StoreUnavailableException#mayHaveBeenApplied()} false) until Redis is up. A command that
+ * Lettuce re-sends after a reconnect is recognised: every record carries the claim id of the claim
+ * that made it IN_PROGRESS, so a re-sent claim is answered Acquired with its own token, and a
+ * completion or failure re-sent after it was applied is acknowledged.
  */
 public final class RedisStore implements IdempotencyStore {
 
@@ -71,6 +80,13 @@ public final class RedisStore implements IdempotencyStore {
   public static final Duration DEFAULT_COMMAND_TIMEOUT = Duration.ofSeconds(2);
   /** The payload bound used unless {@link Builder#maxPayloadBytes} says otherwise: 1 MiB. */
   public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
+
+  /** Runs a blocking connect (a cluster's, a caller's client's), one daemon thread an attempt. */
+  private static final Executor CONNECTING = task -> {
+    Thread thread = new Thread(task, "once-redis-connect");
+    thread.setDaemon(true);
+    thread.start();
+  };
 
   private final RedisEngine engine;
   private final String keyPrefix;
@@ -87,18 +103,18 @@ public final class RedisStore implements IdempotencyStore {
 
   /**
    * A store over a standalone (or Sentinel) {@code client}, which must have been created with its
-   * {@link RedisURI}. The store opens one connection and closes it on {@link #close()}; the client
-   * stays the caller's.
+   * {@link RedisURI}. The store opens one connection, on its first call, and closes it on
+   * {@link #close()}; the client stays the caller's.
    */
   public static Builder builder(RedisClient client) {
     return new Builder(Objects.requireNonNull(client, "client"), null, null);
   }
 
   /**
-   * A store over a Redis Cluster {@code client}. The store opens one cluster connection and closes
-   * it on {@link #close()}; the client stays the caller's. Enable adaptive topology refresh on it
-   * so that the store follows slot migrations and failovers promptly (redirects are followed
-   * anyway).
+   * A store over a Redis Cluster {@code client}. The store opens one cluster connection, on its
+   * first call, and closes it on {@link #close()}; the client stays the caller's. Enable adaptive
+   * topology refresh on it so that the store follows slot migrations and failovers promptly
+   * (redirects are followed anyway).
    */
   public static Builder builder(RedisClusterClient client) {
     return new Builder(null, Objects.requireNonNull(client, "client"), null);
@@ -187,37 +203,38 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     /**
-     * The store, connected.
+     * The store. Nothing is sent yet: the store connects on its first call (and checks then, once,
+     * that the server is Redis 7.0 or newer), so it can be built while Redis is down; until a
+     * connection opens, every call throws {@link StoreUnavailableException} (with
+     * {@link StoreUnavailableException#mayHaveBeenApplied()} false), and the first call after
+     * Redis is back works.
      *
-     * @throws StoreUnavailableException if Redis cannot be reached
-     * @throws IllegalArgumentException  if the URI is malformed
-     * @throws IllegalStateException     if the server is older than Redis 7.0
+     * @throws IllegalArgumentException if the URI is malformed
      */
     public RedisStore build() {
-      RedisAccess access = connect();
-      RedisEngine engine = new RedisEngine(access, new KeyLayout(keyPrefix), durability,
+      RedisConnector connector = connector();
+      RedisEngine engine = new RedisEngine(connector, new KeyLayout(keyPrefix), durability,
           commandTimeout, maxPayloadBytes);
-      try {
-        engine.requireSetNxGet();
-      } catch (RuntimeException tooOld) {
-        engine.close();
-        throw tooOld;
-      }
       return new RedisStore(engine, keyPrefix, durability, maxPayloadBytes);
     }
 
-    private RedisAccess connect() {
+    private RedisConnector connector() {
       if (client != null) {
-        return connecting("Redis", () -> RedisAccess.standalone(client, "Redis", null));
+        // The client's own URI is not public, so no connectAsync: its blocking connect runs on a
+        // thread of its own.
+        return new RedisConnector(() -> CompletableFuture.supplyAsync(
+            () -> RedisAccess.standalone(client, "Redis"), CONNECTING), "Redis", commandTimeout,
+            null);
       }
       if (clusterClient != null) {
-        return connecting("Redis Cluster",
-            () -> RedisAccess.cluster(clusterClient, "Redis Cluster", null));
+        return new RedisConnector(() -> CompletableFuture.supplyAsync(
+            () -> RedisAccess.cluster(clusterClient, "Redis Cluster"), CONNECTING),
+            "Redis Cluster", commandTimeout, null);
       }
-      return connectUri();
+      return connectorForUri();
     }
 
-    private RedisAccess connectUri() {
+    private RedisConnector connectorForUri() {
       String scheme = uri.contains("://") ? uri.substring(0, uri.indexOf("://")) : "";
       boolean cluster = scheme.equals("redis-cluster") || scheme.equals("rediss-cluster");
       String where = redacted(uri);
@@ -241,8 +258,10 @@ public final class RedisStore implements IdempotencyStore {
               .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                   .enableAllAdaptiveRefreshTriggers().build())
               .build());
-          return connecting(where, () -> RedisAccess.cluster(owned, where,
-              () -> shutdown(owned, resources)), () -> shutdown(owned, resources));
+          // The first connection reads the topology, blocking: on a thread of its own.
+          return new RedisConnector(() -> CompletableFuture.supplyAsync(
+              () -> RedisAccess.cluster(owned, where), CONNECTING), where, commandTimeout,
+              () -> shutdown(owned, resources));
         }
         RedisURI redisUri = RedisURI.create(uri);
         redisUri.setTimeout(commandTimeout);
@@ -251,31 +270,13 @@ public final class RedisStore implements IdempotencyStore {
             .socketOptions(socket)
             .timeoutOptions(timeouts)
             .build());
-        return connecting(where, () -> RedisAccess.standalone(owned, where,
-            () -> shutdown(owned, resources)), () -> shutdown(owned, resources));
+        return new RedisConnector(() -> RedisAccess.standaloneAsync(owned, redisUri, where), where,
+            commandTimeout, () -> shutdown(owned, resources));
       } catch (IllegalArgumentException e) {
         resources.shutdown(0, 2, TimeUnit.SECONDS);
         throw new IllegalArgumentException("not a Redis URI (redis://host:port, rediss://…,"
             + " redis-sentinel://…, redis-cluster://host:port,host:port): " + where
             + ": " + e.getMessage(), e);
-      }
-    }
-
-    private static RedisAccess connecting(String where, java.util.function.Supplier<RedisAccess> c) {
-      return connecting(where, c, () -> { });
-    }
-
-    private static RedisAccess connecting(String where, java.util.function.Supplier<RedisAccess> c,
-        Runnable onFailure) {
-      try {
-        return c.get();
-      } catch (RedisException e) {
-        onFailure.run();
-        throw new StoreUnavailableException("cannot connect to " + where + ": " + e.getMessage(),
-            e);
-      } catch (RuntimeException e) {
-        onFailure.run();
-        throw e;
       }
     }
 
@@ -314,8 +315,10 @@ public final class RedisStore implements IdempotencyStore {
    * Claims a batch pipelined: all requests are sent before any answer is awaited, so a batch of
    * distinct keys takes one round trip (in a cluster, one per master, in parallel). A key that
    * appears again in the batch is sent after the earlier answers, so it sees the earlier claim.
-   * When the batch fails (an unanswered claim, too few replica acknowledgements), the claims it
-   * acquired are released as FAILED, pipelined and best effort, before the failure is thrown.
+   * When the batch fails anywhere (an error or no answer for any request, too few replica
+   * acknowledgements), every answer is collected first, and every claim it acquired, also those
+   * answered after the failed one, is released as FAILED, pipelined and best effort, before the
+   * first failure is thrown; so is a claim whose write went unanswered, if it took effect.
    */
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests) {

@@ -34,7 +34,7 @@ class RedisDurabilityTest {
           once.execute(key, Fingerprint.of("p"), Codecs.utf8(), a -> "done");
 
           // No polling: WAIT returned, so the replica already applied the completion.
-          assertThat((String) replica.call("GET", recordKey(store, key))).startsWith("1 C ");
+          assertThat((String) replica.call("GET", recordKey(store, key))).startsWith("2 C ");
         }
 
         replica.kill();
@@ -42,7 +42,7 @@ class RedisDurabilityTest {
         assertThatThrownBy(() -> store.claim(new ClaimRequest(lonely, Fingerprint.of("p"),
             Instant.now(), Duration.ofSeconds(30), Duration.ofHours(1))))
             .isInstanceOf(StoreUnavailableException.class)
-            .hasMessageContaining("only 0 of 1 replicas acknowledged the claim of wait//lonely");
+            .hasMessageContaining("only 0 of 1 replicas acknowledged the claim of wait/lonely");
         assertThat(store.durability()).isEqualTo(Durability.replicas(1, Duration.ofSeconds(1)));
       }
     }

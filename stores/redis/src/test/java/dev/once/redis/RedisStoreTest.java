@@ -8,7 +8,6 @@ import dev.once.IdempotencyKey;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
 import dev.once.redis.internal.KeyLayout;
-import dev.once.redis.internal.Micros;
 import dev.once.redis.internal.RecordFormat;
 import dev.once.redis.internal.RedisEngine;
 import dev.once.redis.testing.RedisServerProcess;
@@ -18,6 +17,8 @@ import dev.once.spi.ClaimRules;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import dev.once.testkit.ManualClock;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.cluster.RedisClusterClient;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -77,13 +78,19 @@ class RedisStoreTest {
   void aRecordIsOneStringUnderOneKey() {
     IdempotencyKey key = IdempotencyKey.of("payments.charge", "acme", "order {17} 42");
 
-    long token = ((Claim.Acquired) store.claim(request(key))).token();
+    ClaimRequest request = new ClaimRequest(key, FP, clock.instant(), LEASE, RETENTION, -2);
+
+    long token = ((Claim.Acquired) store.claim(request)).token();
 
     assertThat(keysOfThisStore()).containsExactly(recordKey(key));
     assertThat(recordKey(key)).isEqualTo(prefix + " payments.charge acme order {17} 42");
     assertThat(SERVER.call("TYPE", recordKey(key))).isEqualTo("string");
-    assertThat((String) SERVER.call("GET", recordKey(key)))
-        .startsWith(String.format("1 I %016d %016d ", token, Micros.of(clock.instant().plus(LEASE))));
+    String value = (String) SERVER.call("GET", recordKey(key));
+    assertThat(value)
+        .startsWith(String.format("2 I %016d %016d ", token, RecordFormat.micros(clock.instant().plus(LEASE))));
+    // The claim id closes the head, as 16 hex digits of its 64 bits.
+    assertThat(value.substring(104, 122)).isEqualTo(" fffffffffffffffe\n");
+    assertThat(store.find(key)).get().extracting(r -> r.claimId()).isEqualTo(-2L);
     assertThat(new KeyLayout(prefix).idempotencyKey(recordKey(key).getBytes(StandardCharsets.US_ASCII)))
         .isEqualTo(key);
   }
@@ -108,6 +115,7 @@ class RedisStoreTest {
   @Test
   void newKeysAndReplaysAreClaimedWithOneSetAndNoScript() {
     IdempotencyKey key = IdempotencyKey.of("native", "k");
+    assertThat(store.find(key)).isEmpty(); // the store connects on its first call: HELLO, INFO
     SERVER.call("CONFIG", "RESETSTAT");
 
     long token = ((Claim.Acquired) store.claim(request(key))).token();
@@ -120,6 +128,132 @@ class RedisStoreTest {
         RETENTION))).isInstanceOf(Claim.Mismatch.class);
 
     assertThat(commandCalls()).containsOnlyKeys("set").containsEntry("set", 2L);
+  }
+
+  @Test
+  void aResentClaimIsOneSetAndNoScriptAndIsAnsweredAsItsClaimantsOwn() {
+    IdempotencyKey key = IdempotencyKey.of("native", "resent");
+    ClaimRequest claim = request(key);
+    Claim first = store.claim(claim);
+    String stored = (String) SERVER.call("GET", recordKey(key));
+    SERVER.call("CONFIG", "RESETSTAT");
+
+    Claim again = store.claim(claim); // the same bytes again, as Lettuce re-sends them
+
+    assertThat(again).isEqualTo(first);
+    assertThat(commandCalls()).containsOnlyKeys("set").containsEntry("set", 1L);
+    assertThat(SERVER.call("GET", recordKey(key))).isEqualTo(stored);
+    assertThat(store.claim(request(key))).isInstanceOf(Claim.InProgress.class);
+    // Past its lease the claim is no longer live: the same request takes it over like any other.
+    clock.advance(LEASE);
+    assertThat(store.claim(new ClaimRequest(key, FP, clock.instant(), LEASE, RETENTION,
+        claim.claimId()))).isEqualTo(new Claim.Acquired(((Claim.Acquired) first).token() + 1,
+        true, 2, null, clock.instant().plus(LEASE)));
+  }
+
+  @Test
+  void aRepeatedCompletionOrFailureIsAcknowledgedWithoutAWrite() {
+    IdempotencyKey done = IdempotencyKey.of("repeat", "done");
+    long token = ((Claim.Acquired) store.claim(request(done))).token();
+    Outcome outcome = Outcome.success("application/json", "{\"id\":7}".getBytes(StandardCharsets.UTF_8));
+    store.complete(done, token, outcome, clock.instant(), RETENTION);
+    String completed = (String) SERVER.call("GET", recordKey(done));
+    SERVER.call("CONFIG", "RESETSTAT");
+
+    clock.advance(Duration.ofSeconds(5));
+    store.complete(done, token, outcome, clock.instant(), RETENTION);
+    assertThat(store.completeAll(List.of(new dev.once.spi.Completion(done, token, outcome)),
+        clock.instant(), RETENTION)).isEmpty();
+
+    // Acknowledged in the script's failure branch: read, compared, nothing written.
+    assertThat(commandCalls()).containsOnlyKeys("evalsha", "get").containsEntry("evalsha", 2L);
+    assertThat(SERVER.call("GET", recordKey(done))).isEqualTo(completed);
+    for (Outcome other : List.of(Outcome.success("application/json", "{\"id\":8}"
+            .getBytes(StandardCharsets.UTF_8)), Outcome.success("text/plain", "{\"id\":7}"
+            .getBytes(StandardCharsets.UTF_8)), Outcome.of(Outcome.Kind.FAILURE,
+            "application/json", "{\"id\":7}".getBytes(StandardCharsets.UTF_8)))) {
+      assertThatThrownBy(() -> store.complete(done, token, other, clock.instant(), RETENTION))
+          .isInstanceOf(dev.once.LeaseLostException.class);
+    }
+    assertThatThrownBy(() -> store.complete(done, token + 1, outcome, clock.instant(), RETENTION))
+        .isInstanceOf(dev.once.LeaseLostException.class);
+    assertThatThrownBy(() -> store.fail(done, token, "boom", clock.instant(), RETENTION))
+        .isInstanceOf(dev.once.LeaseLostException.class);
+
+    IdempotencyKey failed = IdempotencyKey.of("repeat", "failed");
+    long failedToken = ((Claim.Acquired) store.claim(request(failed))).token();
+    store.checkpoint(failed, failedToken, dev.once.Checkpoint.of("charged", new byte[] {1, 2}),
+        clock.instant());
+    store.fail(failed, failedToken, "gateway: ünïcode", clock.instant(), RETENTION);
+    String failedValue = (String) SERVER.call("GET", recordKey(failed));
+    store.fail(failed, failedToken, "gateway: ünïcode", clock.instant().plusSeconds(1), RETENTION);
+    assertThat(SERVER.call("GET", recordKey(failed))).isEqualTo(failedValue);
+    for (String other : List.of("gateway: ünïcodE", "gateway: ünïcode ", "")) {
+      assertThatThrownBy(() -> store.fail(failed, failedToken, other, clock.instant(), RETENTION))
+          .isInstanceOf(dev.once.LeaseLostException.class);
+    }
+    assertThatThrownBy(() -> store.complete(failed, failedToken, outcome, clock.instant(),
+        RETENTION)).isInstanceOf(dev.once.LeaseLostException.class);
+    assertThat(SERVER.call("GET", recordKey(failed))).isEqualTo(failedValue);
+  }
+
+  @Test
+  void aBatchWhoseMiddleKeyHoldsAnotherTypeReleasesTheKeysAnsweredAfterIt() {
+    // Issue 15, item 1: the third key's SET NX GET ran, but its answer came after the failed one.
+    List<ClaimRequest> batch = List.of(request(IdempotencyKey.of("partial", "a")),
+        request(IdempotencyKey.of("partial", "b")), request(IdempotencyKey.of("partial", "c")));
+    SERVER.call("HSET", recordKey(batch.get(1).key()), "field", "value");
+
+    assertThatThrownBy(() -> store.claimAll(batch))
+        .isInstanceOf(StoreUnavailableException.class)
+        .hasMessageContaining("claim of partial/b").hasMessageContaining("WRONGTYPE")
+        .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied())
+            .as("claims were made and released").isTrue());
+
+    for (int i : new int[] {0, 2}) {
+      assertThat(store.find(batch.get(i).key())).get().satisfies(r -> {
+        assertThat(r.status()).isEqualTo(Status.FAILED);
+        assertThat(r.lastError()).startsWith("released: the batch claim failed");
+      });
+    }
+    assertThat(SERVER.call("TYPE", recordKey(batch.get(1).key()))).isEqualTo("hash");
+    // A single claim refused by Redis changed nothing, and says so.
+    assertThatThrownBy(() -> store.claim(batch.get(1)))
+        .isInstanceOf(StoreUnavailableException.class)
+        .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied()).isFalse());
+    SERVER.call("DEL", recordKey(batch.get(1).key()));
+    assertThat(store.claimAll(batch)).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
+  }
+
+  @Test
+  void aRecordOfFormat1IsReadWithAnUnknownClaimIdAndRewrittenInFormat2ByTheNextClaim() {
+    IdempotencyKey key = IdempotencyKey.of("format", "v1");
+    long token = ((Claim.Acquired) store.claim(request(key))).token();
+    String v2 = (String) SERVER.call("GET", recordKey(key));
+    // Format 1 is format 2 without the claim id (" " and 16 hex digits before the newline).
+    String v1 = "1" + v2.substring(1, 104) + v2.substring(121);
+    SERVER.call("SET", recordKey(key), v1);
+
+    assertThat(store.find(key)).get().satisfies(r -> {
+      assertThat(r.claimId()).isZero();
+      assertThat(r.token()).isEqualTo(token);
+      assertThat(r.status()).isEqualTo(Status.IN_PROGRESS);
+    });
+    assertThat(store.claim(request(key))).isInstanceOf(Claim.InProgress.class);
+    // The writes under the token refuse a record of format 1 (its claimant ran an older version).
+    assertThatThrownBy(() -> store.complete(key, token, Outcome.success("text/plain", new byte[0]),
+        clock.instant(), RETENTION)).isInstanceOf(dev.once.LeaseLostException.class);
+    assertThat(SERVER.call("GET", recordKey(key))).isEqualTo(v1);
+
+    clock.advance(LEASE);
+    ClaimRequest takeover = request(key);
+    assertThat(store.claim(takeover)).isInstanceOf(Claim.Acquired.class);
+    assertThat((String) SERVER.call("GET", recordKey(key))).startsWith("2 I ");
+    assertThat(store.find(key)).get().satisfies(r -> {
+      assertThat(r.claimId()).isEqualTo(takeover.claimId());
+      assertThat(r.token()).isEqualTo(token + 1);
+    });
+    assertCanonical(key);
   }
 
   /** Calls per command since the last {@code CONFIG RESETSTAT}, without INFO itself. */
@@ -437,20 +571,64 @@ class RedisStoreTest {
   }
 
   @Test
-  void anUnreachableServerFailsTheBuildWithinTheTimeout() {
+  void anUnreachableServerFailsTheFirstCallWithinTheTimeoutNotTheBuild() {
     long start = System.nanoTime();
-    assertThatThrownBy(() -> RedisStore.builder("redis://127.0.0.1:1")
-        .commandTimeout(Duration.ofMillis(500)).build())
-        .isInstanceOf(StoreUnavailableException.class)
-        .hasMessageContaining("cannot connect to redis://127.0.0.1:1");
+    try (RedisStore unreachable = RedisStore.builder("redis://127.0.0.1:1")
+        .commandTimeout(Duration.ofMillis(500)).build()) {
+      assertThatThrownBy(() -> unreachable.claim(request(IdempotencyKey.of("down", "k"))))
+          .isInstanceOf(StoreUnavailableException.class)
+          .hasMessageContaining("cannot connect to redis://127.0.0.1:1 for the claim of down/k")
+          .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied())
+              .as("nothing was sent").isFalse());
+      assertThatThrownBy(() -> unreachable.completeAll(List.of(new dev.once.spi.Completion(
+          IdempotencyKey.of("down", "k"), 1, Outcome.success("text/plain", new byte[0]))),
+          clock.instant(), RETENTION)).isInstanceOf(StoreUnavailableException.class)
+          .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied())
+              .isFalse());
+    }
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
   }
 
   @Test
+  void aCallersClientsConnectOnTheFirstCallToo() {
+    RedisClient client = RedisClient.create("redis://127.0.0.1:1");
+    RedisClusterClient clusterClient = RedisClusterClient.create("redis://127.0.0.1:1");
+    try (RedisStore standalone = RedisStore.builder(client).commandTimeout(Duration.ofSeconds(1))
+        .build();
+        RedisStore cluster = RedisStore.builder(clusterClient)
+            .commandTimeout(Duration.ofSeconds(1)).build()) {
+      for (RedisStore down : List.of(standalone, cluster)) {
+        assertThatThrownBy(() -> down.find(IdempotencyKey.of("down", "k")))
+            .isInstanceOf(StoreUnavailableException.class)
+            .hasMessageContaining("cannot connect to Redis")
+            .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied())
+                .isFalse());
+      }
+    } finally {
+      client.shutdown(Duration.ZERO, Duration.ofSeconds(1));
+      clusterClient.shutdown(Duration.ZERO, Duration.ofSeconds(1));
+    }
+  }
+
+  @Test
+  void aClosedStoreRefusesCallsWithoutSendingThem() {
+    RedisStore closed = RedisStore.builder(RedisServers.Standalone.CLIENT).keyPrefix(prefix).build();
+    closed.close();
+    closed.close();
+    assertThatThrownBy(() -> closed.claim(request(IdempotencyKey.of("closed", "k"))))
+        .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("is closed")
+        .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied()).isFalse());
+    assertThat(keysOfThisStore()).isEmpty();
+  }
+
+  @Test
   void passwordsStayOutOfMessages() {
-    assertThatThrownBy(() -> RedisStore.builder("redis://secret@127.0.0.1:1")
-        .commandTimeout(Duration.ofMillis(300)).build())
-        .isInstanceOf(StoreUnavailableException.class)
-        .hasMessageNotContaining("secret");
+    try (RedisStore unreachable = RedisStore.builder("redis://secret@127.0.0.1:1")
+        .commandTimeout(Duration.ofMillis(300)).build()) {
+      assertThatThrownBy(() -> unreachable.claim(request(IdempotencyKey.of("down", "k"))))
+          .isInstanceOf(StoreUnavailableException.class)
+          .hasMessageNotContaining("secret");
+      assertThat(unreachable.toString()).doesNotContain("secret");
+    }
   }
 }

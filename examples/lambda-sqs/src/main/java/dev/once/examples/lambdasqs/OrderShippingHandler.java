@@ -12,6 +12,7 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.Once;
+import dev.once.OutcomeNotStoredException;
 import dev.once.ReplayedFailureException;
 import dev.once.dynamodb.DynamoDbStore;
 import dev.once.jackson.CanonicalJson;
@@ -41,6 +42,11 @@ import software.amazon.awssdk.regions.Region;
  *       retryable failures, and records whose key another invocation is still working on. Replays
  *       and terminal failures are done and deleted from the queue. On a FIFO queue, once a record
  *       fails, every later record of the batch is reported too, so that order is kept.
+ *   <li><b>After shipping</b>: Once stores the receipt before {@code execute} returns; a receipt
+ *       that cannot be stored (too large, not encodable) completes the key with a marker instead,
+ *       and duplicates get {@link OutcomeNotStoredException}, which is done, not failed. Whatever
+ *       fails later (building the response, logging, the invocation itself) at most makes SQS
+ *       deliver the message again, and the redelivery replays without shipping.
  *   <li><b>Lease</b> ({@code ONCE_LEASE}, default 5 minutes): set it at least to the function's
  *       timeout, so a duplicate delivered while the first invocation still runs is answered "in
  *       progress" instead of running in parallel; a crashed invocation's claim is taken over
@@ -124,6 +130,12 @@ public final class OrderShippingHandler implements RequestHandler<SQSEvent, SQSB
       LOG.log(System.Logger.Level.INFO, "message {0}: order was rejected before ({1}); dropped",
           message.getMessageId(), e.failureMessage());
       return true;
+    } catch (OutcomeNotStoredException e) {
+      // Shipped before, but its receipt could not be stored (too large, or not encodable): the
+      // order is done. Reporting it would only bring it back until the DLQ took it.
+      LOG.log(System.Logger.Level.WARNING, "message {0}: order shipped before, receipt not kept"
+          + " ({1}); dropped", message.getMessageId(), e.reason());
+      return true;
     } catch (Shipping.OrderRejectedException e) {
       LOG.log(System.Logger.Level.WARNING, "message {0}: order rejected ({1}); stored, dropped",
           message.getMessageId(), e.getMessage());
@@ -135,6 +147,8 @@ public final class OrderShippingHandler implements RequestHandler<SQSEvent, SQSB
     } catch (RuntimeException e) {
       // Retryable (the record is FAILED, the next delivery runs again), in progress elsewhere,
       // a reused key, or the store unavailable: SQS delivers it again after the visibility timeout.
+      // Never a failure after shipping returned: Once stores the receipt (or, if it cannot be
+      // stored, a marker) before execute returns, so a redelivery replays and ships nothing.
       LOG.log(System.Logger.Level.WARNING, "message {0} will be retried: {1}",
           message.getMessageId(), e.toString());
       return false;

@@ -7,6 +7,7 @@ import com.amazonaws.services.lambda.runtime.events.SQSEvent;
 import dev.once.FailurePolicy;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
+import dev.once.PayloadTooLargeException;
 import dev.once.dynamodb.DynamoDbLocal;
 import dev.once.dynamodb.DynamoDbStore;
 import dev.once.spi.ClaimRequest;
@@ -175,6 +176,32 @@ class OrderShippingHandlerTest {
     assertThat(shipping.shippedOrders()).containsExactly(run + "-a", run + "-a");
     assertThat(record("request-1").status()).isEqualTo(Status.COMPLETED);
     assertThat(record("request-2").status()).isEqualTo(Status.COMPLETED);
+  }
+
+  @Test
+  void aReceiptThatCannotBeStoredNeverShipsTheOrderAgainNorComesBack() {
+    // The fault is injected right after shipping returns: the receipt's JSON (about 50 bytes) is
+    // larger than the payload bound, as a large receipt would be against DynamoDB's item limit.
+    Once bounded = Once.builder(STORE).clock(clock).maxPayloadBytes(32)
+        .failurePolicy(FailurePolicy.retryAll().terminalOn(Shipping.OrderRejectedException.class))
+        .build();
+    OrderShippingHandler small = new OrderShippingHandler(bounded, shipping);
+    SQSEvent.SQSMessage a = message(order("a"));
+    SQSEvent.SQSMessage resent = message(order("a")); // the producer sent it again
+
+    SQSBatchResponse first = small.handleRequest(batch(a, resent), null);
+    clock.advance(Duration.ofMinutes(10));
+    SQSBatchResponse redelivered = small.handleRequest(batch(a), null);
+
+    assertThat(failed(first)).as("shipped: done, though its receipt was not kept").isEmpty();
+    assertThat(failed(redelivered)).isEmpty();
+    assertThat(shipping.shippedOrders()).containsExactly(run + "-a");
+    IdempotencyRecord record = record("a");
+    assertThat(record.status()).isEqualTo(Status.COMPLETED);
+    assertThat(record.attempts()).isEqualTo(1);
+    assertThat(record.outcome().isNotStored()).isTrue();
+    assertThat(record.outcome().notStoredReason())
+        .contains(PayloadTooLargeException.class.getName());
   }
 
   @Test

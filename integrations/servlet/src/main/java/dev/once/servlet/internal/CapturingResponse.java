@@ -12,23 +12,33 @@ import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 
 /**
- * The response as the application writes it, passed straight through to the client (nothing is
- * delayed) while a copy of the body is kept, up to a bound, to be stored for replays.
+ * The response as the application writes it, held back from the client until the filter has
+ * stored the outcome ({@link #sendHeldBody()}): no byte leaves before the record is complete, so
+ * a client that hangs up mid-answer and retries gets the replay, and a retry sent the moment the
+ * answer arrives never finds the key in progress.
+ *
+ * <p>The body is buffered up to {@code limit} bytes, the most the filter stores. A larger body
+ * overflows: what was buffered goes to the client, then the rest streams through as written
+ * (it will not be stored anyway). From then on a failed write to the client is swallowed and
+ * remembered ({@link #clientGone()}) instead of thrown at the application: the client leaving
+ * must not look like a failure of the work.
  *
  * <p>The application may use {@link #getOutputStream()} or {@link #getWriter()} (not both, as the
  * Servlet specification says); the writer encodes in the response's character encoding, which it
- * fixes on the response like the container would. {@code resetBuffer}, {@code reset} and a
- * clearing {@code sendRedirect} discard the copy along with the container's buffer.
- * {@code sendError} is recorded: the container renders that error page after the filter has
- * returned, so such a response cannot be captured.
+ * fixes on the response like the container would. {@code flushBuffer} commits nothing while the
+ * body is held. {@code resetBuffer}, {@code reset}, {@code sendError} and a clearing
+ * {@code sendRedirect} discard the held body along with the container's buffer. {@code sendError}
+ * is recorded: the container renders that error page after the filter returned, so such a
+ * response cannot be captured.
  */
 public final class CapturingResponse extends HttpServletResponseWrapper {
 
   private final int limit;
-  private ByteArrayOutputStream copy = new ByteArrayOutputStream();
+  private final ByteArrayOutputStream held = new ByteArrayOutputStream();
   private boolean overflowed;
+  private boolean clientGone;
   private boolean errorSent;
-  private TeeStream stream;
+  private HoldingStream stream;
   private PrintWriter writer;
   private boolean usingStream;
 
@@ -43,7 +53,7 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
       throw new IllegalStateException("getWriter() was already called on this response");
     }
     usingStream = true;
-    return tee();
+    return stream();
   }
 
   @Override
@@ -56,49 +66,55 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
       // Fix the charset on the response as the container's own getWriter() does, so the
       // Content-Type sent (and stored) names the encoding the bytes are in.
       setCharacterEncoding(encoding);
-      writer = new PrintWriter(new OutputStreamWriter(tee(), charset(encoding)), false);
+      writer = new PrintWriter(new OutputStreamWriter(stream(), charset(encoding)), false);
     }
     return writer;
   }
 
-  private TeeStream tee() throws IOException {
+  private HoldingStream stream() {
     if (stream == null) {
-      stream = new TeeStream(super.getOutputStream());
+      stream = new HoldingStream();
     }
     return stream;
   }
 
   @Override
   public void flushBuffer() throws IOException {
-    if (writer != null) {
-      writer.flush();
+    flushWriter();
+    if (overflowed && !clientGone) {
+      try {
+        super.flushBuffer();
+      } catch (IOException e) {
+        clientGone = true;
+      }
     }
-    super.flushBuffer();
   }
 
   @Override
   public void resetBuffer() {
     flushWriter();
     super.resetBuffer();
-    discardCopy();
+    held.reset();
   }
 
   @Override
   public void reset() {
     flushWriter();
     super.reset();
-    discardCopy();
+    held.reset();
   }
 
   @Override
   public void sendError(int sc, String msg) throws IOException {
     errorSent = true;
+    held.reset();
     super.sendError(sc, msg);
   }
 
   @Override
   public void sendError(int sc) throws IOException {
     errorSent = true;
+    held.reset();
     super.sendError(sc);
   }
 
@@ -121,7 +137,7 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
   public void sendRedirect(String location, int sc, boolean clearBuffer) throws IOException {
     if (clearBuffer) {
       flushWriter();
-      discardCopy();
+      held.reset();
     }
     super.sendRedirect(location, sc, clearBuffer);
   }
@@ -136,14 +152,36 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
     return errorSent;
   }
 
-  /** Whether the body outgrew the bound, so no copy is kept. */
+  /** Whether the body outgrew the bound, so it streamed to the client and no copy is kept. */
   public boolean overflowed() {
     return overflowed;
   }
 
-  /** The body written so far; empty after an overflow. */
+  /** Whether a write to the client failed (it hung up) while the body streamed past the bound. */
+  public boolean clientGone() {
+    return clientGone;
+  }
+
+  /** The body held back; empty after an overflow. */
   public byte[] body() {
-    return overflowed ? new byte[0] : copy.toByteArray();
+    return overflowed ? new byte[0] : held.toByteArray();
+  }
+
+  /**
+   * Sends the held body to the client: call once the outcome is stored, or once the filter
+   * decided not to store it. Does nothing after an overflow (the body already streamed).
+   *
+   * @throws IOException if the client is gone; the caller logs it, it changes nothing stored
+   */
+  public void sendHeldBody() throws IOException {
+    if (overflowed || held.size() == 0) {
+      return;
+    }
+    byte[] body = held.toByteArray();
+    held.reset();
+    ServletOutputStream out = super.getOutputStream();
+    out.write(body);
+    out.flush();
   }
 
   private void flushWriter() {
@@ -152,22 +190,23 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
     }
   }
 
-  private void discardCopy() {
-    if (!overflowed) {
-      copy.reset();
-    }
+  /** Past the bound: what was held goes out, then every later write streams through. */
+  private void overflow() throws IOException {
+    overflowed = true;
+    byte[] prefix = held.toByteArray();
+    held.reset();
+    passThrough(prefix, 0, prefix.length);
   }
 
-  private void keep(byte[] b, int off, int len) {
-    if (overflowed) {
+  private void passThrough(byte[] b, int off, int len) {
+    if (clientGone || len == 0) {
       return;
     }
-    if (copy.size() + (long) len > limit) {
-      overflowed = true;
-      copy = null;
-      return;
+    try {
+      super.getOutputStream().write(b, off, len);
+    } catch (IOException e) {
+      clientGone = true;
     }
-    copy.write(b, off, len);
   }
 
   private static Charset charset(String encoding) {
@@ -178,41 +217,42 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
     }
   }
 
-  /** Writes through to the container's stream and keeps a copy. */
-  private final class TeeStream extends ServletOutputStream {
-    private final ServletOutputStream out;
+  /** Holds what the application writes, up to the bound; past it, streams to the client. */
+  private final class HoldingStream extends ServletOutputStream {
     private final byte[] one = new byte[1];
-
-    TeeStream(ServletOutputStream out) {
-      this.out = out;
-    }
 
     @Override
     public void write(int b) throws IOException {
-      out.write(b);
       one[0] = (byte) b;
-      keep(one, 0, 1);
+      write(one, 0, 1);
     }
 
     @Override
     public void write(byte[] b, int off, int len) throws IOException {
-      out.write(b, off, len);
-      keep(b, off, len);
+      if (!overflowed && held.size() + (long) len > limit) {
+        overflow();
+      }
+      if (overflowed) {
+        passThrough(b, off, len);
+      } else {
+        held.write(b, off, len);
+      }
     }
 
     @Override
-    public void flush() throws IOException {
-      out.flush();
+    public void flush() {
+      // Held bytes stay held until the outcome is stored; streamed ones are flushed by the
+      // container when the response completes.
     }
 
     @Override
-    public void close() throws IOException {
-      out.close();
+    public void close() {
+      // Closing would commit the response before the outcome is stored; the container closes it.
     }
 
     @Override
     public boolean isReady() {
-      return out.isReady();
+      return true;
     }
 
     @Override

@@ -16,22 +16,32 @@ public final class Problems {
   /** Answers {@code problem} with {@code detail}, unless the response is already committed. */
   public static void send(HttpServletResponse response, IdempotencyProblem problem, String detail)
       throws IOException {
+    send(response, problem, problem.status(), detail);
+  }
+
+  /** As {@link #send(HttpServletResponse, IdempotencyProblem, String)}, with another status. */
+  public static void send(HttpServletResponse response, IdempotencyProblem problem, int status,
+      String detail) throws IOException {
     if (response.isCommitted()) {
       return;
     }
     response.resetBuffer();
-    response.setStatus(problem.status());
+    response.setStatus(status);
     response.setContentType(MEDIA_TYPE);
-    byte[] body = json(problem, detail).getBytes(StandardCharsets.UTF_8);
+    byte[] body = json(problem, status, detail).getBytes(StandardCharsets.UTF_8);
     response.setContentLength(body.length);
     response.getOutputStream().write(body);
   }
 
   /** The JSON body. */
   public static String json(IdempotencyProblem problem, String detail) {
+    return json(problem, problem.status(), detail);
+  }
+
+  private static String json(IdempotencyProblem problem, int status, String detail) {
     return "{\"type\":" + quote(problem.type())
         + ",\"title\":" + quote(problem.title())
-        + ",\"status\":" + problem.status()
+        + ",\"status\":" + status
         + ",\"detail\":" + quote(detail) + "}";
   }
 

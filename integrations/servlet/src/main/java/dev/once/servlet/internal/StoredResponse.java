@@ -5,9 +5,10 @@ import java.util.Objects;
 
 /**
  * An HTTP response as stored for replays: status, the allow-listed headers in the order they were
- * captured, and the body.
+ * captured, and the body — or, when the body was too large to store ({@code bodyStored} false),
+ * an empty body: the original ran and is never run again, its replay says the body was not kept.
  */
-public record StoredResponse(int status, List<Header> headers, byte[] body) {
+public record StoredResponse(int status, List<Header> headers, byte[] body, boolean bodyStored) {
 
   /** One header line. */
   public record Header(String name, String value) {
@@ -23,5 +24,18 @@ public record StoredResponse(int status, List<Header> headers, byte[] body) {
     }
     headers = List.copyOf(headers);
     Objects.requireNonNull(body, "body");
+    if (!bodyStored && body.length > 0) {
+      throw new IllegalArgumentException("a response whose body was not stored has no body");
+    }
+  }
+
+  /** A response stored whole. */
+  public StoredResponse(int status, List<Header> headers, byte[] body) {
+    this(status, headers, body, true);
+  }
+
+  /** The same status and headers, without the body: the form stored when the body is too large. */
+  public StoredResponse withoutBody() {
+    return new StoredResponse(status, headers, new byte[0], false);
   }
 }

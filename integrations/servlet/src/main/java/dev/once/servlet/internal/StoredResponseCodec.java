@@ -12,16 +12,18 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Stores a {@link StoredResponse} as bytes: a version byte, the status, the header count, each
+ * Stores a {@link StoredResponse} as bytes: a format byte, the status, the header count, each
  * header name and value (length-prefixed UTF-8), then the body. Binary, so a body of any media
- * type round-trips byte for byte.
+ * type round-trips byte for byte. Format 1 holds the whole response; format 2, the same layout
+ * with an empty body, marks a response whose body was too large to store.
  */
 public final class StoredResponseCodec implements Codec<StoredResponse> {
 
   /** The media type recorded next to the stored bytes. */
   public static final String MEDIA_TYPE = "application/vnd.once.http-response;v=1";
 
-  private static final int VERSION = 1;
+  private static final int WHOLE = 1;
+  private static final int BODY_NOT_STORED = 2;
   private static final int MAX_HEADERS = 1000;
 
   public static final StoredResponseCodec INSTANCE = new StoredResponseCodec();
@@ -37,7 +39,7 @@ public final class StoredResponseCodec implements Codec<StoredResponse> {
   public byte[] encode(StoredResponse response) {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(response.body().length + 256);
     try (DataOutputStream out = new DataOutputStream(bytes)) {
-      out.writeByte(VERSION);
+      out.writeByte(response.bodyStored() ? WHOLE : BODY_NOT_STORED);
       out.writeShort(response.status());
       out.writeInt(response.headers().size());
       for (StoredResponse.Header header : response.headers()) {
@@ -55,9 +57,9 @@ public final class StoredResponseCodec implements Codec<StoredResponse> {
   @Override
   public StoredResponse decode(byte[] stored) {
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(stored))) {
-      int version = in.readUnsignedByte();
-      if (version != VERSION) {
-        throw new IllegalArgumentException("stored HTTP response has unknown version " + version);
+      int format = in.readUnsignedByte();
+      if (format != WHOLE && format != BODY_NOT_STORED) {
+        throw new IllegalArgumentException("stored HTTP response has unknown format " + format);
       }
       int status = in.readUnsignedShort();
       int count = in.readInt();
@@ -72,10 +74,23 @@ public final class StoredResponseCodec implements Codec<StoredResponse> {
       if (in.available() != 0) {
         throw new IllegalArgumentException("stored HTTP response has trailing bytes");
       }
-      return new StoredResponse(status, headers, body);
+      return new StoredResponse(status, headers, body, format == WHOLE);
     } catch (IOException e) {
       throw new IllegalArgumentException("stored HTTP response is truncated", e);
     }
+  }
+
+  /** The size {@link #encode} gives {@code response}, without encoding it. */
+  public static long encodedSize(StoredResponse response) {
+    long size = 1 + 2 + 4 + 4 + response.body().length;
+    for (StoredResponse.Header header : response.headers()) {
+      size += 8 + utf8Length(header.name()) + utf8Length(header.value());
+    }
+    return size;
+  }
+
+  private static long utf8Length(String text) {
+    return text.getBytes(StandardCharsets.UTF_8).length;
   }
 
   private static void writeText(DataOutputStream out, String text) throws IOException {

@@ -30,6 +30,25 @@ class StoredResponseCodecTest {
   }
 
   @Test
+  void aResponseWithoutItsBodyRoundTripsAsSuchAndEveryEncodedSizeIsKnownInAdvance() {
+    StoredResponse whole = new StoredResponse(201, List.of(
+        new StoredResponse.Header("Location", "/charges/ch_é1")), new byte[300]);
+    StoredResponse bodiless = whole.withoutBody();
+
+    StoredResponse decoded = codec.decode(codec.encode(bodiless));
+
+    assertThat(decoded.bodyStored()).isFalse();
+    assertThat(decoded.status()).isEqualTo(201);
+    assertThat(decoded.headers()).isEqualTo(whole.headers());
+    assertThat(decoded.body()).isEmpty();
+    assertThat(codec.decode(codec.encode(whole)).bodyStored()).isTrue();
+    assertThat(StoredResponseCodec.encodedSize(whole)).isEqualTo(codec.encode(whole).length);
+    assertThat(StoredResponseCodec.encodedSize(bodiless)).isEqualTo(codec.encode(bodiless).length);
+    assertThatIllegalArgumentException()
+        .isThrownBy(() -> new StoredResponse(200, List.of(), new byte[1], false));
+  }
+
+  @Test
   void refusesBytesItDidNotWrite() {
     byte[] encoded = codec.encode(new StoredResponse(200, List.of(), new byte[10]));
     assertThatIllegalArgumentException()

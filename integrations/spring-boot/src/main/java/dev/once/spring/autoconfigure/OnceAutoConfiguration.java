@@ -4,17 +4,22 @@ import dev.once.InProgressPolicy;
 import dev.once.Once;
 import dev.once.OnceListener;
 import dev.once.micrometer.MicrometerOnceListener;
+import dev.once.micrometer.ObservationOnceListener;
+import dev.once.micrometer.OnceObservationConvention;
 import dev.once.servlet.IdempotencyFilter;
 import dev.once.servlet.TenantResolver;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spring.IdempotencyFilterCustomizer;
+import dev.once.spring.IdempotentExceptionHandler;
 import dev.once.spring.OnceBuilderCustomizer;
 import dev.once.spring.OnceProperties;
+import dev.once.spring.internal.GuardedListener;
 import dev.once.spring.internal.IdempotentPostProcessor;
 import dev.once.spring.internal.OnceBackgroundTasks;
 import dev.once.spring.internal.OnceHealthIndicator;
 import dev.once.spring.internal.StoreFactory;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import java.time.Duration;
@@ -50,8 +55,11 @@ import org.springframework.context.annotation.Role;
  *   <li>{@code @Idempotent} bean methods, through a post-processor;
  *   <li>in a servlet web application: the {@link IdempotencyFilter}, registered for every path
  *       ({@code once.http.*} choose what it protects);
+ *   <li>in a Spring MVC application: {@link IdempotentExceptionHandler}, answering Once's
+ *       exceptions out of handlers as {@code application/problem+json};
  *   <li>with Actuator: the {@code once} health indicator; with once-micrometer and a
- *       {@link MeterRegistry}: Once's meters;
+ *       {@link MeterRegistry}: Once's meters; with once-micrometer and an
+ *       {@link ObservationRegistry}: an observation (a span, with tracing) per call;
  *   <li>maintenance (reap stale leases, purge expired records) every {@code once.maintenance.interval}.
  * </ul>
  */
@@ -61,7 +69,8 @@ import org.springframework.context.annotation.Role;
     "org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
     "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
     "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
-    "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration"})
+    "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple.SimpleMetricsExportAutoConfiguration",
+    "org.springframework.boot.micrometer.observation.autoconfigure.ObservationAutoConfiguration"})
 @ConditionalOnClass(Once.class)
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @EnableConfigurationProperties(OnceProperties.class)
@@ -95,7 +104,7 @@ public class OnceAutoConfiguration {
     if (wait != null && !wait.isZero()) {
       builder.onInProgress(InProgressPolicy.waitUpTo(wait));
     }
-    List<OnceListener> all = listeners.orderedStream().toList();
+    List<OnceListener> all = listeners.orderedStream().map(GuardedListener::of).toList();
     if (!all.isEmpty()) {
       builder.listener(OnceListener.compose(all.toArray(OnceListener[]::new)));
     }
@@ -186,6 +195,22 @@ public class OnceAutoConfiguration {
     }
   }
 
+  /** Once's exceptions out of Spring MVC handlers as problem+json. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+  @ConditionalOnClass(name = {"org.springframework.web.servlet.DispatcherServlet",
+      "org.springframework.http.ProblemDetail", "dev.once.servlet.IdempotencyFilter"})
+  @ConditionalOnBooleanProperty(name = "once.http.problem-details", matchIfMissing = true)
+  public static class ProblemDetailsConfiguration {
+
+    /** 422, 409 with Retry-After, 503, ... with the filter's problem types. */
+    @Bean
+    @ConditionalOnMissingBean
+    public IdempotentExceptionHandler onceIdempotentExceptionHandler(OnceProperties properties) {
+      return new IdempotentExceptionHandler(properties.getHttp().getRetryAfter());
+    }
+  }
+
   /** The {@code once} health indicator, with Actuator. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(HealthIndicator.class)
@@ -216,6 +241,30 @@ public class OnceAutoConfiguration {
           .store(store)
           .scopeTag(properties.getMetrics().isScopeTag())
           .build();
+    }
+  }
+
+  /**
+   * An observation per call (spans, with Micrometer Tracing), with once-micrometer and an
+   * {@link ObservationRegistry}: composed with the metrics listener into the {@link Once} bean.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass({ObservationRegistry.class, ObservationOnceListener.class})
+  @ConditionalOnBean(ObservationRegistry.class)
+  @ConditionalOnBooleanProperty(name = "once.observations.enabled", matchIfMissing = true)
+  public static class ObservationConfiguration {
+
+    /** A listener observing into the registry, tagged with the store's kind. */
+    @Bean
+    @ConditionalOnMissingBean
+    public ObservationOnceListener onceObservationListener(ObservationRegistry registry,
+        IdempotencyStore store, OnceProperties properties,
+        ObjectProvider<OnceObservationConvention> convention) {
+      ObservationOnceListener.Builder builder = ObservationOnceListener.builder(registry)
+          .store(store)
+          .scopeTag(properties.getMetrics().isScopeTag());
+      convention.ifUnique(builder::convention);
+      return builder.build();
     }
   }
 }

@@ -9,7 +9,8 @@ import org.springframework.aop.support.AopUtils;
  * Runs {@link dev.once.spring.Idempotent} methods through Once. Two instances sit on each proxy:
  * the {@linkplain Position#OUTER outer} one before every other advice (the transaction's
  * included) runs lease mode, or marks the call for the {@linkplain Position#INNER inner} one,
- * after every other advice, to join the transaction. See {@link IdempotentSupport}.
+ * after every other advice, to join the transaction. In lease mode the inner one reports that the
+ * method returned ({@link LeaseCall}). See {@link IdempotentSupport}.
  */
 final class IdempotentInterceptor implements MethodInterceptor {
 
@@ -41,10 +42,18 @@ final class IdempotentInterceptor implements MethodInterceptor {
       }
       return support.lease(method, invocation);
     }
-    if (invocation instanceof ProxyMethodInvocation proxied
-        && Boolean.TRUE.equals(proxied.getUserAttribute(IdempotentSupport.JOIN))) {
-      proxied.setUserAttribute(IdempotentSupport.JOIN, null);
-      return support.join(method, invocation);
+    if (invocation instanceof ProxyMethodInvocation proxied) {
+      if (Boolean.TRUE.equals(proxied.getUserAttribute(IdempotentSupport.JOIN))) {
+        proxied.setUserAttribute(IdempotentSupport.JOIN, null);
+        return support.join(method, invocation);
+      }
+      if (proxied.getUserAttribute(IdempotentSupport.LEASE) instanceof LeaseCall call) {
+        // Lease mode: tell the outer interceptor the method itself returned, so that what the
+        // advice between them throws afterwards is not taken for a failure of the method.
+        Object value = invocation.proceed();
+        call.returned(value);
+        return value;
+      }
     }
     return invocation.proceed();
   }

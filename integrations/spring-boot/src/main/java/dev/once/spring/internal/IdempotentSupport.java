@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInvocation;
+import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.util.ClassUtils;
@@ -41,6 +42,8 @@ final class IdempotentSupport {
 
   /** Invocation attribute set by the outer interceptor when the inner one is to join. */
   static final String JOIN = IdempotentSupport.class.getName() + ".join";
+  /** Invocation attribute: the {@link LeaseCall} the inner interceptor reports the return to. */
+  static final String LEASE = IdempotentSupport.class.getName() + ".lease";
 
   private final ListableBeanFactory beans;
   private final Map<Method, IdempotentMethod> methods = new ConcurrentHashMap<>();
@@ -72,14 +75,40 @@ final class IdempotentSupport {
         AopUtils.getMostSpecificMethod(invocation.getMethod(), targetClass), targetClass);
   }
 
-  /** Lease mode: claim, run the rest of the chain (the transaction included), complete. */
+  /**
+   * Lease mode: claim, run the rest of the chain (the transaction included), complete. What the
+   * chain throws after the method returned, with the method's effects standing, is passed on to
+   * the caller once the value is stored: see {@link LeaseCall}.
+   */
   Object lease(IdempotentMethod method, MethodInvocation invocation) throws Exception {
     Context c = context();
     Object[] args = invocation.getArguments();
     IdempotencyKey key = method.key(invocation.getThis(), args, beans);
     Fingerprint fingerprint = method.fingerprint(invocation.getThis(), args, beans, c.mapper);
     Runners r = runners(method, c);
-    return r.once.call(key, fingerprint, r.codec, attempt -> proceed(invocation)).value();
+    LeaseCall call = new LeaseCall(key);
+    if (invocation instanceof ProxyMethodInvocation proxied) {
+      proxied.setUserAttribute(LEASE, call);
+    }
+    Object value;
+    try {
+      value = r.once.call(key, fingerprint, r.codec,
+          attempt -> CurrentAttempt.with(attempt, () -> call.run(invocation))).value();
+    } catch (Throwable t) {
+      Throwable after = call.afterReturn();
+      if (after != null && after != t) {
+        t.addSuppressed(after);
+      }
+      throw t;
+    }
+    Throwable after = call.afterReturn();
+    if (after instanceof Error error) {
+      throw error;
+    }
+    if (after != null) {
+      throw (Exception) after;
+    }
+    return value;
   }
 
   /**
@@ -94,12 +123,13 @@ final class IdempotentSupport {
     Fingerprint fingerprint = method.fingerprint(invocation.getThis(), args, beans, c.mapper);
     Runners r = runners(method, c);
     return c.transactions.inTransaction(connection -> connection == null
-        ? r.once.call(key, fingerprint, r.codec, attempt -> proceed(invocation)).value()
+        ? r.once.call(key, fingerprint, r.codec,
+            attempt -> CurrentAttempt.with(attempt, () -> proceed(invocation))).value()
         : r.transactional.callInTransaction(connection, key, fingerprint, r.codec,
             tx -> proceed(invocation)).value());
   }
 
-  private static Object proceed(MethodInvocation invocation) throws Exception {
+  static Object proceed(MethodInvocation invocation) throws Exception {
     try {
       return invocation.proceed();
     } catch (Exception | Error e) {
@@ -153,7 +183,7 @@ final class IdempotentSupport {
       Once.Config config = c.once.config();
       FailurePolicy policy = method.terminalOn().length == 0 ? config.failurePolicy()
           : config.failurePolicy().terminalOn(method.terminalOn());
-      Once once = policy == config.failurePolicy() ? c.once : copy(config, policy);
+      Once once = policy == config.failurePolicy() ? c.once : copy(c.once, policy);
       TransactionalOnce transactional = null;
       if (c.transactions != null) {
         transactional = TransactionalOnce.builder((JdbcStore) config.store())
@@ -168,20 +198,8 @@ final class IdempotentSupport {
       return new Runners(once, transactional, method.codec(c.mapper));
     }
 
-    private static Once copy(Once.Config config, FailurePolicy policy) {
-      Once.Builder builder = Once.builder(config.store())
-          .lease(config.lease())
-          .retention(config.retention())
-          .onInProgress(config.inProgress())
-          .failurePolicy(policy)
-          .maxPayloadBytes(config.maxPayloadBytes())
-          .clock(config.clock())
-          .sleeper(config.sleeper())
-          .listener(config.listener());
-      if (config.heartbeat() != null) {
-        builder.heartbeat(config.heartbeat());
-      }
-      return builder.build();
+    private static Once copy(Once once, FailurePolicy policy) {
+      return once.toBuilder().failurePolicy(policy).build();
     }
   }
 

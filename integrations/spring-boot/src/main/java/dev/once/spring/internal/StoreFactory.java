@@ -1,6 +1,7 @@
 package dev.once.spring.internal;
 
 import dev.once.InMemoryStore;
+import dev.once.StoreUnavailableException;
 import dev.once.jdbc.JdbcStore;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spring.OnceProperties;
@@ -12,8 +13,9 @@ import org.springframework.util.ClassUtils;
 
 /**
  * Makes the store the context calls for ({@code once.store}): a DataSource → {@link JdbcStore}
- * (dialect detected); else a Lettuce client → RedisStore (with {@code once-redis}); else an
- * {@link InMemoryStore}, with a warning that it holds nothing across restarts nor instances.
+ * ({@code once.jdbc.dialect}, or detected on its first call); else a Lettuce client → RedisStore
+ * (with {@code once-redis}); else an {@link InMemoryStore}, with a warning that it holds nothing
+ * across restarts nor instances.
  */
 public final class StoreFactory {
 
@@ -31,16 +33,20 @@ public final class StoreFactory {
       case JDBC: {
         DataSource dataSource = dataSource(beans);
         if (dataSource == null) {
-          throw new IllegalStateException("once.store=jdbc needs one DataSource bean (or a"
-              + " @Primary one); found " + beans.getBeanNamesForType(DataSource.class).length);
+          throw new OnceStartupException("once.store=jdbc needs one DataSource bean (or a"
+              + " @Primary one); found " + beans.getBeanNamesForType(DataSource.class).length,
+              "Configure a DataSource (spring.datasource.url), mark one @Primary, or set"
+                  + " once.store to auto, redis or memory.", null);
         }
         return jdbc(dataSource, properties);
       }
       case REDIS: {
         IdempotencyStore redis = REDIS_PRESENT ? RedisStores.create(beans, properties) : null;
         if (redis == null) {
-          throw new IllegalStateException("once.store=redis needs dev.once:once-redis on the"
-              + " classpath and a Lettuce RedisClient or RedisClusterClient bean");
+          throw new OnceStartupException("once.store=redis needs dev.once:once-redis on the"
+              + " classpath and a Lettuce RedisClient or RedisClusterClient bean",
+              "Add dev.once:once-redis and declare a RedisClient (or RedisClusterClient) bean, or"
+                  + " set once.store to auto, jdbc or memory.", null);
         }
         return redis;
       }
@@ -69,11 +75,39 @@ public final class StoreFactory {
     return beans.getBeanProvider(DataSource.class).getIfUnique();
   }
 
+  /**
+   * The JDBC store: never connects, unless {@code once.jdbc.create-schema} asks for the DDL now. A
+   * database that cannot be reached for it fails the startup with an {@link OnceStartupException}
+   * that says so, and how to start without it.
+   */
   private static JdbcStore jdbc(DataSource dataSource, OnceProperties properties) {
-    JdbcStore store = JdbcStore.builder(dataSource).table(properties.getJdbc().getTable()).build();
-    if (properties.getJdbc().isCreateSchema()) {
-      store.createSchema();
+    OnceProperties.Jdbc jdbc = properties.getJdbc();
+    JdbcStore.Builder builder = JdbcStore.builder(dataSource).table(jdbc.getTable());
+    if (jdbc.getDialect() != null) {
+      builder.dialect(jdbc.getDialect().jdbc());
+    }
+    JdbcStore store = builder.build();
+    if (jdbc.isCreateSchema()) {
+      try {
+        store.createSchema();
+      } catch (StoreUnavailableException e) {
+        throw schemaFailed(store, jdbc, e);
+      }
     }
     return store;
+  }
+
+  private static OnceStartupException schemaFailed(JdbcStore store, OnceProperties.Jdbc jdbc,
+      StoreUnavailableException e) {
+    String dialect = jdbc.getDialect() == null ? "X" : jdbc.getDialect().jdbc().name();
+    return new OnceStartupException("Once could not create its table " + store.table()
+        + " at startup (once.jdbc.create-schema=true): " + e.getMessage(),
+        "Start the database, or check spring.datasource.* and that its user may create tables."
+            + " To let the application start while the database is down, set"
+            + " once.jdbc.create-schema=false and apply the schema with your migrations"
+            + " (JdbcDialect." + dialect + ".schema(\"" + store.table() + "\"), or `once schema`),"
+            + " and name the database with once.jdbc.dialect (postgresql, mariadb, mysql, sqlite)"
+            + " so that it need not be asked; until the database is back, @Idempotent calls throw"
+            + " StoreUnavailableException and the Idempotency-Key filter answers 503.", e);
   }
 }

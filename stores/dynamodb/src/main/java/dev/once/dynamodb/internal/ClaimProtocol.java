@@ -9,6 +9,7 @@ import dev.once.dynamodb.RecordAttribute;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Status;
 import java.util.HashMap;
@@ -33,7 +34,12 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  *       record's successor continues its token, atomically. One round trip for a new key.
  *   <li>When the condition fails, {@code ReturnValuesOnConditionCheckFailure=ALL_OLD} hands back
  *       the live record with the failure, and {@link ClaimRules#decide} answers Replay, InProgress
- *       or Mismatch from it without a second read: still one round trip for every duplicate.
+ *       or Mismatch from it without a second read: still one round trip for every duplicate. A
+ *       record whose {@code claim_id} is the request's own and whose lease is live is this very
+ *       claim, written by an earlier attempt whose answer was lost (the SDK retried the
+ *       request): Acquired with the stored token, nothing written
+ *       ({@link ClaimRules#isOwnLiveClaim}). The expressions need nothing for it: every write of
+ *       a claim stores the request's claim id, and the decision is made here from the answer.
  *   <li>Only a FAILED record (retry) or an IN_PROGRESS one whose lease passed (takeover) needs a
  *       second write: an {@code UpdateItem} conditioned on the token and status just read (and,
  *       for a takeover, on the lease still being over), setting token + 1 and attempts + 1 and
@@ -57,8 +63,8 @@ final class ClaimProtocol {
   static final String FRESH_CONDITION = "attribute_not_exists(#key) OR #expires_at <= :now";
   static final String FRESH_UPDATE = "SET #status = :in_progress, #fingerprint = :fingerprint,"
       + " #token = if_not_exists(#token, :token_base) + :one, #lease_until = :lease_until,"
-      + " #attempts = :one, #created_at = :now, #updated_at = :now, #expires_at = :expires_at,"
-      + " #ttl = :ttl"
+      + " #attempts = :one, #claim_id = :claim_id, #created_at = :now, #updated_at = :now,"
+      + " #expires_at = :expires_at, #ttl = :ttl"
       + " REMOVE #checkpoint_name, #checkpoint_data, #outcome_kind, #outcome_media_type,"
       + " #outcome_body, #last_error";
   static final String RETRY_CONDITION =
@@ -66,8 +72,8 @@ final class ClaimProtocol {
   static final String TAKEOVER_CONDITION = "#token = :old_token AND #status = :in_progress"
       + " AND #lease_until <= :now AND #expires_at > :now";
   static final String RETAKE_UPDATE = "SET #status = :in_progress, #token = :token,"
-      + " #lease_until = :lease_until, #attempts = :attempts, #updated_at = :now,"
-      + " #expires_at = :expires_at, #ttl = :ttl";
+      + " #lease_until = :lease_until, #attempts = :attempts, #claim_id = :claim_id,"
+      + " #updated_at = :now, #expires_at = :expires_at, #ttl = :ttl";
 
   private final String table;
   private final AttributeNames names;
@@ -91,7 +97,7 @@ final class ClaimProtocol {
       if (error == null) {
         long token = items.number(response.attributes(), RecordAttribute.TOKEN);
         return CompletableFuture.<Claim>completedFuture(new Claim.Acquired(token, false, 1, null,
-            Micros.floor(request.leaseUntil())));
+            EpochMicros.floor(request.leaseUntil())));
       }
       return conflict(request, update, round, error);
     }).thenCompose(Function.identity());
@@ -123,7 +129,7 @@ final class ClaimProtocol {
     if (round + 1 >= MAX_ROUNDS) {
       return CompletableFuture.failedFuture(new StoreUnavailableException("claim of "
           + request.key() + " lost " + MAX_ROUNDS + " races in a row on table '" + table + "'",
-          cause));
+          cause, false));
     }
     Map<String, AttributeValue> old = failed.hasItem() ? failed.item() : Map.of();
     if (old.isEmpty()) {
@@ -152,16 +158,17 @@ final class ClaimProtocol {
   }
 
   UpdateItemRequest freshRequest(ClaimRequest request) {
-    long expiresAt = Micros.of(request.expiresAt());
+    long expiresAt = EpochMicros.of(request.expiresAt());
     Map<String, AttributeValue> values = new HashMap<>();
-    values.put(":now", n(Micros.of(request.now())));
+    values.put(":now", n(EpochMicros.of(request.now())));
     values.put(":in_progress", s(Status.IN_PROGRESS.name()));
     values.put(":fingerprint", b(request.fingerprint().digest()));
     values.put(":token_base", n(ClaimRules.firstToken(request.now()) - 1));
     values.put(":one", n(1));
-    values.put(":lease_until", n(Micros.of(request.leaseUntil())));
+    values.put(":claim_id", n(request.claimId()));
+    values.put(":lease_until", n(EpochMicros.of(request.leaseUntil())));
     values.put(":expires_at", n(expiresAt));
-    values.put(":ttl", n(Micros.ttlSeconds(expiresAt)));
+    values.put(":ttl", n(Ttl.seconds(expiresAt)));
     return UpdateItemRequest.builder()
         .tableName(table)
         .key(items.primaryKey(request.key()))
@@ -178,19 +185,20 @@ final class ClaimProtocol {
       IdempotencyRecord next) {
     boolean takeover = current.status() == Status.IN_PROGRESS;
     String condition = takeover ? TAKEOVER_CONDITION : RETRY_CONDITION;
-    long expiresAt = Micros.of(next.expiresAt());
+    long expiresAt = EpochMicros.of(next.expiresAt());
     Map<String, AttributeValue> values = new HashMap<>();
-    values.put(":now", n(Micros.of(request.now())));
+    values.put(":now", n(EpochMicros.of(request.now())));
     values.put(":old_token", n(current.token()));
     values.put(":in_progress", s(Status.IN_PROGRESS.name()));
     if (!takeover) {
       values.put(":failed", s(Status.FAILED.name()));
     }
     values.put(":token", n(next.token()));
-    values.put(":lease_until", n(Micros.of(next.leaseUntil())));
+    values.put(":lease_until", n(EpochMicros.of(next.leaseUntil())));
     values.put(":attempts", n(next.attempts()));
+    values.put(":claim_id", n(request.claimId()));
     values.put(":expires_at", n(expiresAt));
-    values.put(":ttl", n(Micros.ttlSeconds(expiresAt)));
+    values.put(":ttl", n(Ttl.seconds(expiresAt)));
     return UpdateItemRequest.builder()
         .tableName(table)
         .key(items.primaryKey(request.key()))

@@ -13,6 +13,7 @@ import dev.once.dynamodb.RecordAttribute;
 import dev.once.internal.Checks;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
@@ -27,8 +28,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Predicate;
 import software.amazon.awssdk.services.dynamodb.DynamoDbAsyncClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
@@ -115,8 +118,13 @@ public final class DynamoDbEngine {
    * Claims a batch: keys in parallel on the asynchronous client, at most
    * {@code claimAllConcurrency} in flight; the requests for one key in order, each after the
    * previous one's answer. DynamoDB has no conditional batch write, so this is one conditional
-   * write per request, overlapped. If any claim fails, the claims this batch already acquired are
-   * released as FAILED (the next claim retries them at once) and the failure is thrown.
+   * write per request, overlapped.
+   *
+   * <p>All or nothing for the caller: when a claim fails, no further key is started, the claims
+   * already in flight are awaited, and every claim the batch acquired is released with
+   * {@link #fail} (FAILED: the next claim retries it at once) before the failure is thrown,
+   * wherever in the batch it happened. A claim whose own failure may have been applied (its answer
+   * was lost) is looked up and released too if the record is IN_PROGRESS under its claim id.
    */
   public List<Claim> claimAll(List<ClaimRequest> requests) {
     Objects.requireNonNull(requests, "requests");
@@ -130,12 +138,14 @@ public final class DynamoDbEngine {
     }
     List<List<Integer>> groups = new ArrayList<>(byKey.values());
     Claim[] answers = new Claim[requests.size()];
+    Throwable[] errors = new Throwable[requests.size()];
     AtomicReference<Throwable> failure = new AtomicReference<>();
     if (asyncClient == null || groups.size() == 1) {
       for (int i = 0; i < requests.size() && failure.get() == null; i++) {
         try {
           answers[i] = claim(requests.get(i));
         } catch (RuntimeException e) {
+          errors[i] = e;
           failure.set(e);
         }
       }
@@ -143,49 +153,84 @@ public final class DynamoDbEngine {
       AtomicInteger nextGroup = new AtomicInteger();
       List<CompletableFuture<Void>> workers = new ArrayList<>();
       for (int w = 0; w < Math.min(claimAllConcurrency, groups.size()); w++) {
-        workers.add(claimGroups(requests, groups, nextGroup, answers, failure));
+        workers.add(claimGroups(requests, groups, nextGroup, answers, errors, failure));
       }
+      // Every worker ends normally (errors are recorded), after its claim in flight answered.
       CompletableFuture.allOf(workers.toArray(CompletableFuture[]::new)).join();
     }
     if (failure.get() != null) {
-      release(requests, answers, failure.get());
-      throw Errors.map(failure.get(), table, "claimAll");
+      throw releaseAll(requests, answers, errors, failure.get());
     }
     return Arrays.asList(answers);
   }
 
-  /** One worker: takes the next key's requests, claims them in order, repeats. */
+  /** One worker: takes the next key's requests, claims them in order, repeats until a failure. */
   private CompletableFuture<Void> claimGroups(List<ClaimRequest> requests,
-      List<List<Integer>> groups, AtomicInteger nextGroup, Claim[] answers,
+      List<List<Integer>> groups, AtomicInteger nextGroup, Claim[] answers, Throwable[] errors,
       AtomicReference<Throwable> failure) {
+    if (failure.get() != null) {
+      return CompletableFuture.completedFuture(null);
+    }
     int group = nextGroup.getAndIncrement();
-    if (group >= groups.size() || failure.get() != null) {
+    if (group >= groups.size()) {
       return CompletableFuture.completedFuture(null);
     }
     CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
     for (int index : groups.get(group)) {
       chain = chain.thenCompose(v -> protocol.claim(requests.get(index), asyncClient::updateItem)
-          .thenAccept(claim -> answers[index] = claim));
+          .handle((claim, error) -> {
+            if (error != null) {
+              errors[index] = Errors.unwrap(error);
+              throw new CompletionException(errors[index]);
+            }
+            answers[index] = claim;
+            return null;
+          }));
     }
     return chain.handle((v, error) -> {
       if (error != null) {
         failure.compareAndSet(null, Errors.unwrap(error));
       }
       return null;
-    }).thenCompose(v -> claimGroups(requests, groups, nextGroup, answers, failure));
+    }).thenCompose(v -> claimGroups(requests, groups, nextGroup, answers, errors, failure));
   }
 
-  private void release(List<ClaimRequest> requests, Claim[] answers, Throwable failure) {
+  /**
+   * Releases what a failed batch acquired and returns the exception to throw. Release failures
+   * are added to it as suppressed: such a record stays IN_PROGRESS until its lease ends.
+   */
+  private RuntimeException releaseAll(List<ClaimRequest> requests, Claim[] answers,
+      Throwable[] errors, Throwable failure) {
+    String reason = "claimAll failed: " + failure;
+    List<Throwable> releaseFailures = new ArrayList<>();
+    boolean changed = false;
     for (int i = 0; i < answers.length; i++) {
-      if (answers[i] instanceof Claim.Acquired acquired) {
-        ClaimRequest r = requests.get(i);
-        try {
-          fail(r.key(), acquired.token(), "claimAll failed: " + failure, r.now(), r.retention());
-        } catch (RuntimeException e) {
-          failure.addSuppressed(e);
+      ClaimRequest r = requests.get(i);
+      try {
+        if (answers[i] instanceof Claim.Acquired acquired) {
+          changed = true;
+          fail(r.key(), acquired.token(), reason, r.now(), r.retention());
+        } else if (errors[i] != null && Errors.mayHaveBeenApplied(errors[i])) {
+          changed = true;
+          Optional<IdempotencyRecord> found = find(r.key());
+          if (found.isPresent() && found.get().claimId() == r.claimId()
+              && found.get().status() == Status.IN_PROGRESS) {
+            fail(r.key(), found.get().token(), reason, r.now(), r.retention());
+          }
         }
+      } catch (RuntimeException e) {
+        releaseFailures.add(e);
       }
     }
+    RuntimeException thrown = Errors.map(failure, table, "claimAll",
+        changed || Errors.mayHaveBeenApplied(failure));
+    if (changed && thrown instanceof StoreUnavailableException u && !u.mayHaveBeenApplied()) {
+      // Claims of this batch were written (and released): the call changed records.
+      thrown = new StoreUnavailableException(u.getMessage()
+          + "; the claims this batch had acquired were released", u, true);
+    }
+    releaseFailures.forEach(thrown::addSuppressed);
+    return thrown;
   }
 
   // --- writes under the token --------------------------------------------------------------------
@@ -199,19 +244,23 @@ public final class DynamoDbEngine {
     if (outcome.size() > maxPayloadBytes) {
       throw new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes);
     }
-    long expiresAt = Micros.plus(now, retention);
+    long expiresAt = EpochMicros.plus(now, retention);
     Map<String, AttributeValue> values = owned(token);
     values.put(":completed", s(Status.COMPLETED.name()));
     values.put(":kind", s(outcome.kind().name()));
     values.put(":media_type", s(outcome.mediaType()));
     values.put(":body", b(outcome.body()));
-    values.put(":now", n(Micros.of(now)));
+    values.put(":now", n(EpochMicros.of(now)));
     values.put(":expires_at", n(expiresAt));
-    values.put(":ttl", n(Micros.ttlSeconds(expiresAt)));
+    values.put(":ttl", n(Ttl.seconds(expiresAt)));
     try {
-      client.updateItem(update(key, OWNED, COMPLETE_UPDATE, values, false));
+      client.updateItem(update(key, OWNED, COMPLETE_UPDATE, values, true));
     } catch (ConditionalCheckFailedException e) {
-      throw new LeaseLostException(key, token);
+      // Acknowledged if this very completion was applied before (an SDK retry whose first answer
+      // was lost, or the caller repeating it): decided from the item the failure returned.
+      if (!oldRecordIs(e, r -> r.isCompletedAs(token, outcome))) {
+        throw new LeaseLostException(key, token);
+      }
     } catch (RuntimeException e) {
       if (Errors.isItemTooLarge(e)) {
         throw new PayloadTooLargeException("the record of " + key + " with this outcome (the"
@@ -229,50 +278,53 @@ public final class DynamoDbEngine {
     Objects.requireNonNull(now, "now");
     Checks.positive(retention, "retention");
     String kept = error.length() > MAX_ERROR_CHARS ? error.substring(0, MAX_ERROR_CHARS) : error;
-    long expiresAt = Micros.plus(now, retention);
+    long expiresAt = EpochMicros.plus(now, retention);
     for (int round = 0; round < MAX_WRITE_ROUNDS; round++) {
       Map<String, AttributeValue> values = owned(token);
       values.put(":failed", s(Status.FAILED.name()));
       values.put(":error", s(kept));
-      values.put(":now", n(Micros.of(now)));
+      values.put(":now", n(EpochMicros.of(now)));
       values.put(":expires_at", n(expiresAt));
-      values.put(":ttl", n(Micros.ttlSeconds(expiresAt)));
+      values.put(":ttl", n(Ttl.seconds(expiresAt)));
       try {
         client.updateItem(update(key, FAIL_CONDITION, FAIL_UPDATE, values, true));
         return;
       } catch (ConditionalCheckFailedException e) {
         Map<String, AttributeValue> old = ownedItem(e, token);
         if (old == null) {
+          if (oldRecordIs(e, r -> r.isFailedAs(token, kept))) {
+            return; // this very failure, applied before: acknowledged
+          }
           throw new LeaseLostException(key, token);
         }
         // The lease outlives now + retention: keep the record until the lease ends.
-        expiresAt = Math.max(Micros.plus(now, retention), items.number(old,
+        expiresAt = Math.max(EpochMicros.plus(now, retention), items.number(old,
             RecordAttribute.LEASE_UNTIL));
       } catch (RuntimeException e) {
         throw Errors.map(e, table, "fail of " + key);
       }
     }
-    throw new StoreUnavailableException("fail of " + key + " kept conflicting", null);
+    throw new StoreUnavailableException("fail of " + key + " kept conflicting", null, false);
   }
 
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(now, "now");
     Checks.positive(lease, "lease");
-    long leaseUntil = Micros.plus(now, lease);
+    long leaseUntil = EpochMicros.plus(now, lease);
     boolean push = false;
     for (int round = 0; round < MAX_WRITE_ROUNDS; round++) {
       Map<String, AttributeValue> values = owned(token);
       values.put(":lease_until", n(leaseUntil));
-      values.put(":now", n(Micros.of(now)));
+      values.put(":now", n(EpochMicros.of(now)));
       if (push) {
-        values.put(":ttl", n(Micros.ttlSeconds(leaseUntil)));
+        values.put(":ttl", n(Ttl.seconds(leaseUntil)));
       }
       try {
         client.updateItem(push
             ? update(key, EXTEND_PUSH_CONDITION, EXTEND_PUSH_UPDATE, values, true)
             : update(key, EXTEND_CONDITION, EXTEND_UPDATE, values, true));
-        return Micros.instant(leaseUntil);
+        return EpochMicros.toInstant(leaseUntil);
       } catch (ConditionalCheckFailedException e) {
         Map<String, AttributeValue> old = ownedItem(e, token);
         if (old == null) {
@@ -283,7 +335,7 @@ public final class DynamoDbEngine {
         throw Errors.map(e, table, "extend of " + key);
       }
     }
-    throw new StoreUnavailableException("extend of " + key + " kept conflicting", null);
+    throw new StoreUnavailableException("extend of " + key + " kept conflicting", null, false);
   }
 
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
@@ -297,7 +349,7 @@ public final class DynamoDbEngine {
     Map<String, AttributeValue> values = owned(token);
     values.put(":name", s(checkpoint.name()));
     values.put(":data", b(checkpoint.data()));
-    values.put(":now", n(Micros.of(now)));
+    values.put(":now", n(EpochMicros.of(now)));
     try {
       client.updateItem(update(key, OWNED, CHECKPOINT_UPDATE, values, false));
     } catch (ConditionalCheckFailedException e) {
@@ -327,7 +379,7 @@ public final class DynamoDbEngine {
   public int purgeExpired(Instant now, int limit) {
     Objects.requireNonNull(now, "now");
     Checks.positive(limit, "limit");
-    long nowMicros = Micros.of(now);
+    long nowMicros = EpochMicros.of(now);
     return scanAndApply(PURGE_FILTER, nowMicros, limit, item -> {
       Map<String, AttributeValue> values = new HashMap<>();
       values.put(":token", item.get(names.get(RecordAttribute.TOKEN)));
@@ -349,7 +401,7 @@ public final class DynamoDbEngine {
   public int reapExpiredLeases(Instant now, int limit) {
     Objects.requireNonNull(now, "now");
     Checks.positive(limit, "limit");
-    long nowMicros = Micros.of(now);
+    long nowMicros = EpochMicros.of(now);
     return scanAndApply(REAP_FILTER, nowMicros, limit, item -> {
       Map<String, AttributeValue> values = new HashMap<>();
       values.put(":token", item.get(names.get(RecordAttribute.TOKEN)));
@@ -376,9 +428,11 @@ public final class DynamoDbEngine {
       values.put(":in_progress", s(Status.IN_PROGRESS.name()));
     }
     int changed = 0;
+    boolean writing = false;
     Map<String, AttributeValue> start = null;
     try {
       do {
+        writing = false;
         ScanResponse page = client.scan(ScanRequest.builder()
             .tableName(table)
             .consistentRead(true)
@@ -394,6 +448,7 @@ public final class DynamoDbEngine {
             return changed;
           }
           try {
+            writing = true;
             change.accept(item);
             changed++;
           } catch (ConditionalCheckFailedException e) {
@@ -404,7 +459,9 @@ public final class DynamoDbEngine {
             ? page.lastEvaluatedKey() : null;
       } while (start != null && changed < limit);
     } catch (RuntimeException e) {
-      throw Errors.map(e, table, operation);
+      // Records changed before the failure stay changed; a failed Scan itself wrote nothing.
+      throw Errors.map(e, table, operation,
+          changed > 0 || (writing && Errors.mayHaveBeenApplied(e)));
     }
     return changed;
   }
@@ -417,7 +474,7 @@ public final class DynamoDbEngine {
           .key(items.primaryKey(key)).consistentRead(true));
       return response.hasItem() && !response.item().isEmpty() ? response.item() : null;
     } catch (RuntimeException e) {
-      throw Errors.map(e, table, "read of " + key);
+      throw Errors.mapRead(e, table, "read of " + key);
     }
   }
 
@@ -438,6 +495,22 @@ public final class DynamoDbEngine {
     boolean owned = items.number(old, RecordAttribute.TOKEN) == token && status != null
         && Status.IN_PROGRESS.name().equals(status.s());
     return owned ? old : null;
+  }
+
+  /**
+   * Whether the item a failed write returned ({@code ReturnValuesOnConditionCheckFailure=ALL_OLD})
+   * is a record {@code test} accepts; false for no item or one that is not a Once record.
+   */
+  private boolean oldRecordIs(ConditionalCheckFailedException e,
+      Predicate<IdempotencyRecord> test) {
+    if (!e.hasItem() || e.item().isEmpty()) {
+      return false;
+    }
+    try {
+      return test.test(items.decode(e.item()));
+    } catch (IllegalStateException | IllegalArgumentException notARecord) {
+      return false;
+    }
   }
 
   private UpdateItemRequest update(IdempotencyKey key, String condition, String update,

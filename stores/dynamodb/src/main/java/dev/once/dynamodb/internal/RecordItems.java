@@ -3,6 +3,7 @@ package dev.once.dynamodb.internal;
 import static dev.once.dynamodb.RecordAttribute.ATTEMPTS;
 import static dev.once.dynamodb.RecordAttribute.CHECKPOINT_DATA;
 import static dev.once.dynamodb.RecordAttribute.CHECKPOINT_NAME;
+import static dev.once.dynamodb.RecordAttribute.CLAIM_ID;
 import static dev.once.dynamodb.RecordAttribute.CREATED_AT;
 import static dev.once.dynamodb.RecordAttribute.EXPIRES_AT;
 import static dev.once.dynamodb.RecordAttribute.FINGERPRINT;
@@ -20,6 +21,7 @@ import dev.once.Checkpoint;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.dynamodb.RecordAttribute;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
@@ -76,11 +78,13 @@ public final class RecordItems {
           string(item, OUTCOME_MEDIA_TYPE), bytes(item, OUTCOME_BODY));
     }
     AttributeValue error = item.get(names.get(LAST_ERROR));
+    // An item written before claim ids existed has none: 0, which no claim request carries.
+    long claimId = item.containsKey(names.get(CLAIM_ID)) ? number(item, CLAIM_ID) : 0;
     return new IdempotencyRecord(key, status, Fingerprint.fromDigest(bytes(item, FINGERPRINT)),
-        number(item, TOKEN), Micros.instant(number(item, LEASE_UNTIL)),
+        number(item, TOKEN), EpochMicros.toInstant(number(item, LEASE_UNTIL)),
         (int) number(item, ATTEMPTS), checkpoint, outcome, error == null ? null : error.s(),
-        Micros.instant(number(item, CREATED_AT)), Micros.instant(number(item, UPDATED_AT)),
-        Micros.instant(number(item, EXPIRES_AT)));
+        EpochMicros.toInstant(number(item, CREATED_AT)), EpochMicros.toInstant(number(item, UPDATED_AT)),
+        EpochMicros.toInstant(number(item, EXPIRES_AT)), claimId);
   }
 
   /** The number in attribute {@code a} of {@code item}. */

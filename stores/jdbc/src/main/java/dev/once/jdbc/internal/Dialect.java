@@ -3,6 +3,7 @@ package dev.once.jdbc.internal;
 import dev.once.IdempotencyKey;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.Completion;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -48,7 +49,7 @@ public abstract class Dialect {
     findSql = "SELECT " + Rows.COLUMNS + " FROM " + t + byKey;
     lockSql = findSql + lockSuffix();
     insertSql = "INSERT INTO " + t + " (" + Rows.COLUMNS + ") VALUES ("
-        + "?, ".repeat(16) + "?)" + insertSuffix();
+        + "?, ".repeat(Rows.COUNT - 1) + "?)" + insertSuffix();
     completeSql = "UPDATE " + t + " SET status = 'COMPLETED', outcome_kind = ?,"
         + " outcome_media_type = ?, outcome_body = ?, updated_at = ?, expires_at = ?" + OWNED;
     failSql = "UPDATE " + t + " SET status = 'FAILED', last_error = ?, updated_at = ?,"
@@ -63,7 +64,7 @@ public abstract class Dialect {
     for (int variant = 0; variant < 4; variant++) {
       StringBuilder sql = new StringBuilder("UPDATE ").append(t).append(" SET status = ?,"
           + " fingerprint = ?, token = ?, lease_until = ?, attempts = ?, last_error = ?,"
-          + " created_at = ?, updated_at = ?, expires_at = ?");
+          + " created_at = ?, updated_at = ?, expires_at = ?, claim_id = ?");
       if ((variant & 1) != 0) {
         sql.append(", checkpoint_name = ?, checkpoint_data = ?");
       }
@@ -72,6 +73,11 @@ public abstract class Dialect {
       }
       replaceSql[variant] = sql.append(byKey).append(" AND token = ?").toString();
     }
+  }
+
+  /** Which database this is. */
+  public JdbcDialect kind() {
+    return kind;
   }
 
   /** The dialect support for {@code dialect} over {@code table}. */
@@ -109,12 +115,13 @@ public abstract class Dialect {
       ps.setString(i++, next.status().name());
       ps.setBytes(i++, next.fingerprint().digest());
       ps.setLong(i++, next.token());
-      ps.setLong(i++, Micros.of(next.leaseUntil()));
+      ps.setLong(i++, EpochMicros.of(next.leaseUntil()));
       ps.setInt(i++, next.attempts());
       Rows.string(ps, i++, next.lastError());
-      ps.setLong(i++, Micros.of(next.createdAt()));
-      ps.setLong(i++, Micros.of(next.updatedAt()));
-      ps.setLong(i++, Micros.of(next.expiresAt()));
+      ps.setLong(i++, EpochMicros.of(next.createdAt()));
+      ps.setLong(i++, EpochMicros.of(next.updatedAt()));
+      ps.setLong(i++, EpochMicros.of(next.expiresAt()));
+      ps.setLong(i++, next.claimId());
       if (checkpointChanged) {
         i = Rows.bindCheckpoint(ps, i, next);
       }
@@ -169,12 +176,21 @@ public abstract class Dialect {
         // are rows changed rather than rows matched.
         boolean applied = counts[j] == Statement.SUCCESS_NO_INFO
             ? completedAt(c, completion, nowMicros) : counts[j] > 0;
-        if (!applied) {
+        if (!applied && !alreadyCompleted(c, completion)) {
           lost.add(completion.key());
         }
       }
       return lost;
     });
+  }
+
+  /**
+   * Whether a completion that matched no row was applied before: the record is COMPLETED under
+   * its token with an equal outcome (the same completion re-sent). Asked only on that path.
+   */
+  boolean alreadyCompleted(Connection c, Completion completion) throws SQLException {
+    IdempotencyRecord current = read(c, completion.key());
+    return current != null && current.isCompletedAs(completion.token(), completion.outcome());
   }
 
   private boolean completedAt(Connection c, Completion completion, long nowMicros)
@@ -321,14 +337,106 @@ public abstract class Dialect {
     throw new UnsupportedOperationException();
   }
 
-  /** Applies the schema script, statement by statement; every statement is idempotent. */
+  /**
+   * Applies the schema: the first version's script (each statement {@code IF NOT EXISTS}), then
+   * each later version's column where the table lacks it (a table made by an earlier version is
+   * upgraded in place). Idempotent.
+   */
   void createSchema(Connection c) throws SQLException {
-    List<String> statements = SchemaScript.statements(SchemaScript.text(kind.schemaResource(), table));
+    List<String> resources = kind.schemaResources();
+    execute(c, statements(resources.get(0)));
+    if (!hasColumn(c, CLAIM_ID)) {
+      addColumn(c, statements(resources.get(1)));
+    }
+  }
+
+  /** The statements of the schema resource {@code resource} for this table. */
+  final List<String> statements(String resource) {
+    return SchemaScript.statements(SchemaScript.text(resource, table));
+  }
+
+  static void execute(Connection c, List<String> statements) throws SQLException {
     try (Statement s = c.createStatement()) {
       for (String sql : statements) {
         s.execute(sql);
       }
     }
+  }
+
+  /** Whether the table has {@code column}. */
+  abstract boolean hasColumn(Connection c, String column) throws SQLException;
+
+  /**
+   * Runs an upgrade script that adds a column the table lacks ({@code ADD COLUMN IF NOT EXISTS},
+   * so that two instances upgrading at once do not fail).
+   */
+  void addColumn(Connection c, List<String> statements) throws SQLException {
+    execute(c, statements);
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // errors
+
+  /** The column that version 2 of the schema added. */
+  static final String CLAIM_ID = "claim_id";
+
+  /**
+   * The message for a failure that says the table lacks a column of a later schema version: it
+   * was made by an earlier version of the store and {@code createSchema()} has not run since.
+   * Null for any other failure.
+   */
+  String missingSchemaHint(SQLException e) {
+    String column = missingColumnHint(e);
+    return column != null ? column : missingTableHint(e);
+  }
+
+  /** What to do when the table does not exist at all, or null when {@code e} is not that. */
+  String missingTableHint(SQLException e) {
+    String state = String.valueOf(e.getSQLState());
+    String message = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT);
+    boolean missingTable = state.equals("42P01") // PostgreSQL: undefined_table
+        || state.equals("42S02") // MariaDB/MySQL: 1146, table doesn't exist
+        || message.contains("no such table"); // SQLite
+    if (!missingTable) {
+      return null;
+    }
+    return "the table " + table + " does not exist: create it once with JdbcStore.createSchema()"
+        + " (or `once schema --apply --table " + table + "`), or apply "
+        + String.join(" and ", kind.schemaResources()) + " with your migrations";
+  }
+
+  String missingColumnHint(SQLException e) {
+    String message = String.valueOf(e.getMessage()).toLowerCase(java.util.Locale.ROOT);
+    boolean missingColumn = message.contains("does not exist") // PostgreSQL, 42703
+        || message.contains("unknown column") // MariaDB/MySQL, 1054
+        || message.contains("no such column") || message.contains("has no column named"); // SQLite
+    if (!missingColumn || !message.contains(CLAIM_ID)) {
+      return null;
+    }
+    List<String> resources = kind.schemaResources();
+    return "the table " + table + " has no column " + CLAIM_ID + ": it was created by an earlier"
+        + " version of once-jdbc. Upgrade it once: call JdbcStore.createSchema() (idempotent), or"
+        + " apply " + resources.get(1) + " (" + String.join("; ", statements(resources.get(1)))
+        + ") with your migrations";
+  }
+
+  /**
+   * Whether an operation that failed with {@code e} may have been applied all the same. Every
+   * write of the store is one statement in autocommit or one transaction rolled back on failure,
+   * so an error the database answered (a refused statement, a deadlock, a failed commit) means
+   * nothing was written; only a connection lost while a write or commit was under way leaves it
+   * unknown.
+   */
+  boolean mayHaveBeenApplied(SQLException e) {
+    if (isTransient(e)) {
+      return false; // rolled back, and the retries gave up
+    }
+    // By SQLState, not exception class: MariaDB's driver files unknown states (a trigger's
+    // SIGNAL '45000') under SQLTransientConnectionException.
+    String state = e.getSQLState();
+    return (state != null && state.startsWith("08"))
+        || e instanceof java.sql.SQLRecoverableException
+        || e instanceof java.sql.SQLTimeoutException;
   }
 
   static int execute(Connection c, String sql, Number... params) throws SQLException {

@@ -3,11 +3,13 @@ package dev.once.jdbc.internal;
 import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
+import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
 import dev.once.spi.Completion;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import java.sql.Connection;
@@ -29,6 +31,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import javax.sql.DataSource;
 
 /**
@@ -233,13 +236,13 @@ public final class JdbcEngine {
       Duration retention) {
     Objects.requireNonNull(outcome, "outcome");
     long at = micros(now);
-    long expiresAt = Micros.of(Micros.floor(now).plus(Micros.floor(retention)));
+    long expiresAt = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(retention)));
     fenced("complete", key, token, dialect.completeSql, ps -> {
       int i = Rows.bindOutcome(ps, 1, outcome);
       ps.setLong(i++, at);
       ps.setLong(i++, expiresAt);
       return i;
-    });
+    }, r -> r.isCompletedAs(token, outcome));
   }
 
   /**
@@ -257,7 +260,7 @@ public final class JdbcEngine {
     if (completions.isEmpty()) {
       return Set.of();
     }
-    long expiresAt = Micros.of(Micros.floor(now).plus(Micros.floor(retention)));
+    long expiresAt = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(retention)));
     List<Completion> sorted = new ArrayList<>(completions);
     sorted.sort(Comparator.comparing(Completion::key, KEY_ORDER));
     Set<IdempotencyKey> lost = run("completeAll of " + sorted.size() + " keys",
@@ -274,26 +277,26 @@ public final class JdbcEngine {
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     Objects.requireNonNull(error, "error");
     long at = micros(now);
-    long expiresAt = Micros.of(Micros.floor(now).plus(Micros.floor(retention)));
+    long expiresAt = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(retention)));
     fenced("fail", key, token, dialect.failSql, ps -> {
       ps.setString(1, error);
       ps.setLong(2, at);
       ps.setLong(3, expiresAt);
       return 4;
-    });
+    }, r -> r.isFailedAs(token, error));
   }
 
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     Objects.requireNonNull(lease, "lease");
     long at = micros(now);
-    Instant leaseUntil = Micros.floor(now).plus(Micros.floor(lease));
-    long until = Micros.of(leaseUntil);
+    Instant leaseUntil = EpochMicros.floor(now).plus(EpochMicros.floor(lease));
+    long until = EpochMicros.of(leaseUntil);
     fenced("extend", key, token, dialect.extendSql, ps -> {
       ps.setLong(1, until);
       ps.setLong(2, at);
       ps.setLong(3, until);
       return 4;
-    });
+    }, null);
     return leaseUntil;
   }
 
@@ -305,7 +308,7 @@ public final class JdbcEngine {
       Rows.bytes(ps, 2, checkpoint.data());
       ps.setLong(3, at);
       return 4;
-    });
+    }, null);
   }
 
   @FunctionalInterface
@@ -314,9 +317,14 @@ public final class JdbcEngine {
     int bind(PreparedStatement ps) throws SQLException;
   }
 
-  /** One conditional UPDATE; no matching row means the caller no longer owns the key. */
+  /**
+   * One conditional UPDATE; no matching row means the caller no longer owns the key, unless
+   * {@code alreadyDone} (complete, fail; null for extend and checkpoint) says the record is what
+   * this very write made of it: the same write re-sent after it was applied, acknowledged. That
+   * read happens only on the path where the UPDATE matched nothing.
+   */
   private void fenced(String operation, IdempotencyKey key, long token, String sql,
-      Binder binder) {
+      Binder binder, Predicate<IdempotencyRecord> alreadyDone) {
     Objects.requireNonNull(key, "key");
     run(operation + " on " + key, c -> () -> {
       int rows;
@@ -325,10 +333,21 @@ public final class JdbcEngine {
         ps.setLong(i, token);
         rows = ps.executeUpdate();
       }
-      if (rows == 0 && !(dialect.countsChangedRows() && stillOwned(c, key, token))) {
+      if (rows > 0) {
+        return null;
+      }
+      if (alreadyDone == null) {
+        if (dialect.countsChangedRows() && stillOwned(c, key, token)) {
+          return null; // matched, but the values were already these
+        }
         throw new LeaseLostException(key, token);
       }
-      return null;
+      // complete and fail always change the status: 0 rows is never "matched but equal".
+      IdempotencyRecord current = dialect.read(c, key);
+      if (current != null && alreadyDone.test(current)) {
+        return null;
+      }
+      throw new LeaseLostException(key, token);
     });
   }
 
@@ -392,25 +411,43 @@ public final class JdbcEngine {
   /**
    * Runs {@code work} on a borrowed connection in autocommit mode, again after a transient failure
    * (at most {@link #MAX_ATTEMPTS} times), and turns any other SQLException into
-   * StoreUnavailableException.
+   * StoreUnavailableException: {@code mayHaveBeenApplied} false when no connection could be had
+   * or the database answered with an error (every write is one autocommit statement or one
+   * transaction rolled back on failure), true when the connection was lost under way.
    */
   private <T> T run(String operation, OnConnection<T> work) {
     for (int attempt = 1; ; attempt++) {
+      Connection c;
       try {
-        return onConnection(work);
+        c = dataSource.getConnection();
+      } catch (SQLException e) {
+        throw new StoreUnavailableException(operation + " failed: " + describe(e)
+            + "; no connection could be made, nothing was sent", e, false);
+      }
+      try {
+        return onConnection(c, work);
       } catch (SQLException e) {
         if (attempt < MAX_ATTEMPTS && dialect.isTransient(e)) {
           pause(attempt, operation, e);
           continue;
         }
-        throw new StoreUnavailableException(operation + " failed: " + describe(e)
-            + (attempt > 1 ? " (after " + attempt + " attempts)" : ""), e);
+        throw unavailable(operation, e, attempt);
       }
     }
   }
 
-  private <T> T onConnection(OnConnection<T> work) throws SQLException {
-    Connection c = dataSource.getConnection();
+  private StoreUnavailableException unavailable(String operation, SQLException e, int attempt) {
+    String hint = dialect.missingSchemaHint(e);
+    if (hint != null) {
+      return new SchemaMissingException(operation + " failed: " + hint + " [" + describe(e)
+          + "]", e);
+    }
+    return new StoreUnavailableException(operation + " failed: " + describe(e)
+        + (attempt > 1 ? " (after " + attempt + " attempts)" : ""), e,
+        dialect.mayHaveBeenApplied(e));
+  }
+
+  private <T> T onConnection(Connection c, OnConnection<T> work) throws SQLException {
     T result;
     try {
       boolean autoCommit = c.getAutoCommit();
@@ -464,17 +501,17 @@ public final class JdbcEngine {
   }
 
   private static long micros(Instant now) {
-    return Micros.of(Objects.requireNonNull(now, "now"));
+    return EpochMicros.of(Objects.requireNonNull(now, "now"));
   }
 
   /** The request at microsecond precision (see {@link Micros}): what is decided is what is stored. */
   static ClaimRequest normalize(ClaimRequest r) {
-    Instant now = Micros.floor(r.now());
-    Duration lease = Micros.floor(r.lease());
-    Duration retention = Micros.floor(r.retention());
+    Instant now = EpochMicros.floor(r.now());
+    Duration lease = EpochMicros.floor(r.lease());
+    Duration retention = EpochMicros.floor(r.retention());
     if (now.equals(r.now()) && lease.equals(r.lease()) && retention.equals(r.retention())) {
       return r;
     }
-    return new ClaimRequest(r.key(), r.fingerprint(), now, lease, retention);
+    return new ClaimRequest(r.key(), r.fingerprint(), now, lease, retention, r.claimId());
   }
 }

@@ -3,7 +3,12 @@ package dev.once.jdbc.internal;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
 
 /**
  * MariaDB and MySQL (InnoDB). A claim is a plain {@code INSERT} in autocommit; a duplicate-key error
@@ -71,6 +76,43 @@ final class MariaDbDialect extends Dialect {
     // 1213 deadlock, 1205 lock wait timeout (InnoDB rolls back the statement; we roll back all).
     return super.isTransient(e) || e.getErrorCode() == 1213 || e.getErrorCode() == 1205
         || "40001".equals(e.getSQLState());
+  }
+
+  @Override
+  boolean mayHaveBeenApplied(SQLException e) {
+    // 70100 / 1927: the query or connection was killed; 1053: the server is shutting down.
+    return super.mayHaveBeenApplied(e) || "70100".equals(e.getSQLState())
+        || e.getErrorCode() == 1927 || e.getErrorCode() == 1053;
+  }
+
+  @Override
+  boolean hasColumn(Connection c, String column) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM information_schema.columns"
+        + " WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?"
+        + " AND column_name = ?")) {
+      ps.setString(1, table.isQualified()
+          ? table.qualified().substring(0, table.qualified().indexOf('.')) : null);
+      ps.setString(2, table.name());
+      ps.setString(3, column);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  /** MySQL has no {@code ADD COLUMN IF NOT EXISTS}: the column was checked just before. */
+  @Override
+  void addColumn(Connection c, List<String> statements) throws SQLException {
+    String product = String.valueOf(c.getMetaData().getDatabaseProductName());
+    if (product.toLowerCase(Locale.ROOT).contains("mariadb")) {
+      super.addColumn(c, statements);
+      return;
+    }
+    List<String> plain = new ArrayList<>();
+    for (String sql : statements) {
+      plain.add(sql.replace("ADD COLUMN IF NOT EXISTS", "ADD COLUMN"));
+    }
+    super.addColumn(c, plain);
   }
 
   @Override

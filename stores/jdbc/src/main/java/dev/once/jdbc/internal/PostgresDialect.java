@@ -3,6 +3,7 @@ package dev.once.jdbc.internal;
 import dev.once.IdempotencyKey;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.Completion;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Array;
 import java.sql.Connection;
@@ -44,12 +45,13 @@ final class PostgresDialect extends Dialect {
         + " FROM (VALUES (1)) AS one (x) LEFT JOIN " + t + " r"
         + " ON r.scope = ? AND r.tenant = ? AND r.idem_key = ?";
     insertAllSql = "INSERT INTO " + t + " (scope, tenant, idem_key, status, fingerprint, token,"
-        + " lease_until, attempts, created_at, updated_at, expires_at)"
+        + " lease_until, attempts, created_at, updated_at, expires_at, claim_id)"
         + " SELECT u.scope, u.tenant, u.idem_key, 'IN_PROGRESS', u.fingerprint, u.token,"
-        + " u.lease_until, 1, u.created_at, u.created_at, u.expires_at"
+        + " u.lease_until, 1, u.created_at, u.created_at, u.expires_at, u.claim_id"
         + " FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::int8[], ?::int8[],"
-        + " ?::int8[], ?::int8[])"
-        + " AS u(scope, tenant, idem_key, fingerprint, token, lease_until, created_at, expires_at)"
+        + " ?::int8[], ?::int8[], ?::int8[])"
+        + " AS u(scope, tenant, idem_key, fingerprint, token, lease_until, created_at, expires_at,"
+        + " claim_id)"
         + " ON CONFLICT (scope, tenant, idem_key) DO NOTHING"
         + " RETURNING scope, tenant, idem_key";
     lockAllSql = "SELECT " + Rows.COLUMNS + " FROM " + t
@@ -92,6 +94,27 @@ final class PostgresDialect extends Dialect {
     // serialization_failure, deadlock_detected, lock_not_available
     return super.isTransient(e)
         || "40001".equals(state) || "40P01".equals(state) || "55P03".equals(state);
+  }
+
+  @Override
+  boolean mayHaveBeenApplied(SQLException e) {
+    // 57P01-57P03: the backend was terminated or the server shut down, mid-statement or not.
+    return super.mayHaveBeenApplied(e)
+        || (e.getSQLState() != null && e.getSQLState().startsWith("57P"));
+  }
+
+  @Override
+  boolean hasColumn(Connection c, String column) throws SQLException {
+    // to_regclass resolves the name as the store's SQL does (search_path, case folding).
+    try (PreparedStatement ps = c.prepareStatement("SELECT 1 FROM pg_attribute"
+        + " WHERE attrelid = to_regclass(?)::oid AND attname = ? AND attnum > 0"
+        + " AND NOT attisdropped")) {
+      ps.setString(1, table.qualified());
+      ps.setString(2, column);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
   }
 
   @Override
@@ -158,6 +181,14 @@ final class PostgresDialect extends Dialect {
         }
       }
     }
+    if (!lost.isEmpty()) {
+      // Only where the UPDATE matched nothing: was it this very completion, applied before?
+      for (Completion completion : sorted) {
+        if (lost.contains(completion.key()) && alreadyCompleted(c, completion)) {
+          lost.remove(completion.key());
+        }
+      }
+    }
     return lost;
   }
 
@@ -177,16 +208,18 @@ final class PostgresDialect extends Dialect {
     Long[] leases = new Long[n];
     Long[] created = new Long[n];
     Long[] expires = new Long[n];
+    Long[] claimIds = new Long[n];
     for (int i = 0; i < n; i++) {
       IdempotencyRecord r = fresh.get(i);
+      claimIds[i] = r.claimId();
       scopes[i] = r.key().scope();
       tenants[i] = r.key().tenant();
       keys[i] = r.key().key();
       fingerprints[i] = r.fingerprint().digest();
       tokens[i] = r.token();
-      leases[i] = Micros.of(r.leaseUntil());
-      created[i] = Micros.of(r.createdAt());
-      expires[i] = Micros.of(r.expiresAt());
+      leases[i] = EpochMicros.of(r.leaseUntil());
+      created[i] = EpochMicros.of(r.createdAt());
+      expires[i] = EpochMicros.of(r.expiresAt());
     }
     Set<IdempotencyKey> inserted = new HashSet<>();
     try (PreparedStatement ps = c.prepareStatement(insertAllSql)) {
@@ -198,6 +231,7 @@ final class PostgresDialect extends Dialect {
       ps.setArray(6, c.createArrayOf("int8", leases));
       ps.setArray(7, c.createArrayOf("int8", created));
       ps.setArray(8, c.createArrayOf("int8", expires));
+      ps.setArray(9, c.createArrayOf("int8", claimIds));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           inserted.add(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));

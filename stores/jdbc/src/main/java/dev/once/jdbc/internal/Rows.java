@@ -3,6 +3,7 @@ package dev.once.jdbc.internal;
 import dev.once.Checkpoint;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
@@ -17,7 +18,10 @@ final class Rows {
   /** Every column, in the order {@link #read} expects. */
   static final String COLUMNS = "scope, tenant, idem_key, status, fingerprint, token, lease_until,"
       + " attempts, checkpoint_name, checkpoint_data, outcome_kind, outcome_media_type,"
-      + " outcome_body, last_error, created_at, updated_at, expires_at";
+      + " outcome_body, last_error, created_at, updated_at, expires_at, claim_id";
+
+  /** How many columns {@link #COLUMNS} names. */
+  static final int COUNT = 18;
 
   private static final byte[] EMPTY = new byte[0];
 
@@ -49,9 +53,11 @@ final class Rows {
     Outcome outcome = kind == null ? null
         : Outcome.of(Outcome.Kind.valueOf(kind), mediaType, orEmpty(rs.getBytes(o + 13)));
     String lastError = rs.getString(o + 14);
-    return new IdempotencyRecord(key, status, fingerprint, token, Micros.toInstant(leaseUntil),
-        attempts, checkpoint, outcome, lastError, Micros.toInstant(rs.getLong(o + 15)),
-        Micros.toInstant(rs.getLong(o + 16)), Micros.toInstant(rs.getLong(o + 17)));
+    // claim_id is 0 for rows written before claim ids existed (the column's default).
+    return new IdempotencyRecord(key, status, fingerprint, token, EpochMicros.toInstant(leaseUntil),
+        attempts, checkpoint, outcome, lastError, EpochMicros.toInstant(rs.getLong(o + 15)),
+        EpochMicros.toInstant(rs.getLong(o + 16)), EpochMicros.toInstant(rs.getLong(o + 17)),
+        rs.getLong(o + 18));
   }
 
   /** {@link #COLUMNS}, each prefixed with {@code alias.}. */
@@ -73,14 +79,15 @@ final class Rows {
     ps.setString(i++, r.status().name());
     ps.setBytes(i++, r.fingerprint().digest());
     ps.setLong(i++, r.token());
-    ps.setLong(i++, Micros.of(r.leaseUntil()));
+    ps.setLong(i++, EpochMicros.of(r.leaseUntil()));
     ps.setInt(i++, r.attempts());
     i = bindCheckpoint(ps, i, r);
     i = bindOutcome(ps, i, r);
     string(ps, i++, r.lastError());
-    ps.setLong(i++, Micros.of(r.createdAt()));
-    ps.setLong(i++, Micros.of(r.updatedAt()));
-    ps.setLong(i++, Micros.of(r.expiresAt()));
+    ps.setLong(i++, EpochMicros.of(r.createdAt()));
+    ps.setLong(i++, EpochMicros.of(r.updatedAt()));
+    ps.setLong(i++, EpochMicros.of(r.expiresAt()));
+    ps.setLong(i++, r.claimId());
     return i;
   }
 

@@ -3,8 +3,10 @@ package dev.once.jdbc.internal;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 
 /**
  * SQLite. One writer at a time: a claim is {@code INSERT … ON CONFLICT DO NOTHING} in autocommit; on
@@ -77,6 +79,37 @@ final class SqliteDialect extends Dialect {
   boolean isTransient(SQLException e) {
     int primary = e.getErrorCode() & 0xFF;
     return super.isTransient(e) || primary == 5 /* SQLITE_BUSY */ || primary == 6 /* LOCKED */;
+  }
+
+  @Override
+  boolean mayHaveBeenApplied(SQLException e) {
+    // SQLITE_IOERR: a write or the commit failed in the file system; its fate is unknown.
+    return super.mayHaveBeenApplied(e) || (e.getErrorCode() & 0xFF) == 10;
+  }
+
+  @Override
+  boolean hasColumn(Connection c, String column) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("PRAGMA table_info(" + table.qualified() + ")")) {
+      while (rs.next()) {
+        if (column.equalsIgnoreCase(rs.getString("name"))) {
+          return true;
+        }
+      }
+      return false;
+    }
+  }
+
+  /** No {@code ADD COLUMN IF NOT EXISTS}: a racer that added it first is not a failure. */
+  @Override
+  void addColumn(Connection c, List<String> statements) throws SQLException {
+    try {
+      super.addColumn(c, statements);
+    } catch (SQLException e) {
+      if (!String.valueOf(e.getMessage()).contains("duplicate column name")) {
+        throw e;
+      }
+    }
   }
 
   @Override

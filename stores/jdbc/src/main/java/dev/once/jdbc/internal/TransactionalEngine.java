@@ -7,13 +7,15 @@ import dev.once.IdempotencyKey;
 import dev.once.OnceListener;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
+import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
+import dev.once.internal.Execution;
 import dev.once.jdbc.Transaction;
 import dev.once.jdbc.TransactionalWork;
-import dev.once.internal.Execution;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import java.sql.Connection;
@@ -37,6 +39,8 @@ import javax.sql.DataSource;
  *   <li>Success: {@code UPDATE … COMPLETED}, then the commit. Retryable failure: roll back
  *       everything (our own transaction, or the caller's back to the savepoint before the claim).
  *       Terminal failure: roll back to the savepoint after the claim and store the FAILURE outcome.
+ *       A value that cannot be stored: complete with {@link Outcome#notStored}, business writes
+ *       kept, in the same transaction.
  *   <li>Our own transactions restart after a deadlock or serialization failure met by the claim,
  *       before the logic ran; nothing is retried once the logic ran.
  * </ul>
@@ -182,15 +186,7 @@ public final class TransactionalEngine {
       throw Execution.rethrow(failure);
     }
 
-    Outcome outcome;
-    try {
-      outcome = Outcome.encode(codec, value, settings.maxPayloadBytes(), key);
-    } catch (RuntimeException e) {
-      // Nothing storable: roll it all back, so that the caller can fix and retry.
-      notify(l -> l.onFailed(key, token, e, false));
-      s.undo(e);
-      throw e;
-    }
+    Outcome outcome = encodeOrMarker(s, key, token, codec, value);
     try {
       complete(s, key, token, outcome);
     } catch (SQLException e) {
@@ -203,6 +199,23 @@ public final class TransactionalEngine {
     Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
     notify(l -> l.onCompleted(key, token, elapsed));
     return new Result<>(value, false, token);
+  }
+
+  /**
+   * The outcome to store for the value the logic returned. The logic ran and its writes are in
+   * this transaction: a value that cannot be stored (larger than the bound, or its codec threw)
+   * finishes the key with {@link Outcome#notStored} in the same transaction, as lease mode does,
+   * so the work commits once and duplicates get {@code OutcomeNotStoredException}.
+   */
+  private <T> Outcome encodeOrMarker(Scope s, IdempotencyKey key, long token, Codec<T> codec,
+      T value) {
+    try {
+      return Outcome.encodeOrNotStored(codec, value, settings.maxPayloadBytes(), key,
+          e -> notify(l -> l.onOutcomeNotStored(key, token, e)));
+    } catch (VirtualMachineError e) {
+      s.undo(e);
+      throw e;
+    }
   }
 
   /**
@@ -234,12 +247,13 @@ public final class TransactionalEngine {
 
   private void complete(Scope s, IdempotencyKey key, long token, Outcome outcome)
       throws SQLException {
-    Instant now = Micros.floor(settings.clock().instant());
-    long expiresAt = Micros.of(now.plus(Micros.floor(settings.retention())));
+    Instant now = EpochMicros.floor(settings.clock().instant());
+    long expiresAt = EpochMicros.of(now.plus(EpochMicros.floor(settings.retention())));
     long started = System.nanoTime();
     boolean ok = false;
+    s.committing = true;
     try {
-      int rows = sql.complete(s.c, key, token, outcome, Micros.of(now), expiresAt,
+      int rows = sql.complete(s.c, key, token, outcome, EpochMicros.of(now), expiresAt,
           s.before, s instanceof Own);
       if (rows == 1) {
         s.ended();
@@ -285,6 +299,8 @@ public final class TransactionalEngine {
     String after;
     /** The connection's state is unknown: it must not be reused as is. */
     boolean broken;
+    /** The completion (and with it, in our own transaction, the commit) is under way. */
+    boolean committing;
 
     Scope(Connection c) {
       this.c = c;
@@ -460,13 +476,27 @@ public final class TransactionalEngine {
     }
   }
 
-  private static StoreUnavailableException unavailable(String operation, SQLException e) {
-    return new StoreUnavailableException(operation + " failed: " + JdbcEngine.describe(e), e);
+  /** A failure before anything was written (no connection, or a read-only answer's end). */
+  private StoreUnavailableException unavailable(String operation, SQLException e) {
+    if (dialect.missingSchemaHint(e) != null) {
+      return new SchemaMissingException(operation + " failed: " + describe(e), e);
+    }
+    return new StoreUnavailableException(operation + " failed: " + describe(e), e, false);
   }
 
-  /** A failure inside the cycle, after which {@code s} was rolled back. */
-  private static StoreUnavailableException unavailable(Scope s, String operation,
-      SQLException e) {
+  /** The database's message, or what to do when the table predates a column the store needs. */
+  private String describe(SQLException e) {
+    String hint = dialect.missingSchemaHint(e);
+    return hint != null ? hint + " [" + JdbcEngine.describe(e) + "]" : JdbcEngine.describe(e);
+  }
+
+  /**
+   * A failure inside the cycle, after which {@code s} was rolled back. It may have been applied
+   * only where a commit of our own was under way when the connection went (PostgreSQL sends the
+   * COMMIT with the completion). The caller's transaction is never committed here: the call is
+   * undone in it, or, when the message says it is lost, it must be rolled back by the caller.
+   */
+  private StoreUnavailableException unavailable(Scope s, String operation, SQLException e) {
     String state = String.valueOf(e.getSQLState());
     boolean lost = state.startsWith("08") || state.startsWith("57P") || s.broken;
     String what = s instanceof Joined
@@ -475,8 +505,13 @@ public final class TransactionalEngine {
         : lost ? "; the connection was lost: the transaction rolled back, unless the loss came"
             + " during the commit (then a retry replays the outcome)"
         : "; the transaction was rolled back";
-    return new StoreUnavailableException(operation + " failed: " + JdbcEngine.describe(e) + what,
-        e);
+    boolean mayHaveBeenApplied = s instanceof Own && s.committing
+        && dialect.mayHaveBeenApplied(e);
+    if (dialect.missingSchemaHint(e) != null) {
+      return new SchemaMissingException(operation + " failed: " + describe(e) + what, e);
+    }
+    return new StoreUnavailableException(operation + " failed: " + describe(e) + what, e,
+        mayHaveBeenApplied);
   }
 
   private void storeCall(String operation, long startedNanos, boolean ok) {

@@ -3,6 +3,7 @@ package dev.once.redis.internal;
 import dev.once.Checkpoint;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
@@ -16,23 +17,37 @@ import java.time.Instant;
  * change the same bytes ({@code record.lua}).
  *
  * <pre>
- * head: 1 S token lease_until attempts created_at |cn| |cd| |le|\n fingerprint checkpoint_name checkpoint_data last_error
+ * head: 2 S token lease_until attempts created_at |cn| |cd| |le| claim_id\n fingerprint checkpoint_name checkpoint_data last_error
  * tail: updated_at expires_at |ok| |ot| |ob|\n outcome_kind outcome_type outcome_body
  * </pre>
  *
- * The format version {@code 1}, the status letter ({@code I}, {@code C}, {@code F}), then
- * fixed-width decimals separated by single spaces: token, times (epoch microseconds,
- * {@link Micros}) and attempts in 16 digits, byte lengths in 10. Fixed widths let a script find a
- * field by its offset instead of parsing. The tail holds what a completion writes, so the
+ * The format version {@code 2}, the status letter ({@code I}, {@code C}, {@code F}), then
+ * fixed-width fields separated by single spaces: token, times (epoch microseconds,
+ * {@link EpochMicros}) and attempts in 16 decimal digits, byte lengths in 10, the claim id
+ * ({@link IdempotencyRecord#claimId}, the 64 bits as an unsigned number) in 16 lowercase hex
+ * digits. Fixed widths let a script find a field by its offset instead of parsing; the scripts
+ * never read the claim id, they keep it. The tail holds what a completion writes, so the
  * completion script only checks status and token and appends the tail the caller built: Redis
  * runs scripts on its one thread, and string work in Lua is what a script costs most. An empty
  * checkpoint name means no checkpoint (names are never empty), an empty outcome kind no outcome,
  * an empty last error none.
+ *
+ * <p>Format {@code 1} (before claim ids: the same without {@code claim_id}) is still read, with
+ * claim id 0, but never written: a claim that takes such a record over, retries it or reaps it
+ * writes format 2, and the Lua writes under the token refuse it as a lost lease (its claimant ran
+ * the older version).
  */
 public final class RecordFormat {
 
+  /** The format this class writes; the first byte of every record. */
+  public static final char VERSION = '2';
   /** Offset of the first byte after the head's fixed part (the fingerprint's), 0-based. */
-  private static final int FINGERPRINT_AT = 105;
+  private static final int FINGERPRINT_AT = 122;
+  /** The same in format 1, which had no claim id. */
+  private static final int FINGERPRINT_AT_1 = 105;
+  /** Offset of the claim id, 0-based. */
+  private static final int CLAIM_ID_AT = 105;
+  private static final int CLAIM_ID = 16;
   private static final int DIGEST = 32;
   /** The fixed part of a tail: two 16-digit and three 10-digit decimals, spaces, newline. */
   private static final int TAIL_FIXED = 67;
@@ -44,14 +59,16 @@ public final class RecordFormat {
     byte[] checkpointName = r.checkpoint() == null ? new byte[0] : utf8(r.checkpoint().name());
     byte[] checkpointData = r.checkpoint() == null ? new byte[0] : r.checkpoint().data();
     byte[] error = r.lastError() == null ? new byte[0] : utf8(r.lastError());
-    StringBuilder head = new StringBuilder(FINGERPRINT_AT).append("1 ").append(letter(r.status()));
+    StringBuilder head = new StringBuilder(FINGERPRINT_AT).append(VERSION).append(' ')
+        .append(letter(r.status()));
     digits(head, r.token(), 16);
-    digits(head, Micros.of(r.leaseUntil()), 16);
+    digits(head, RecordFormat.micros(r.leaseUntil()), 16);
     digits(head, r.attempts(), 16);
-    digits(head, Micros.of(r.createdAt()), 16);
+    digits(head, RecordFormat.micros(r.createdAt()), 16);
     digits(head, checkpointName.length, 10);
     digits(head, checkpointData.length, 10);
     digits(head, error.length, 10);
+    hex(head, r.claimId());
     byte[] tail = tail(r.updatedAt(), r.expiresAt(), r.outcome());
     ByteArrayOutputStream out = new ByteArrayOutputStream(FINGERPRINT_AT + DIGEST
         + checkpointName.length + checkpointData.length + error.length + tail.length);
@@ -70,8 +87,8 @@ public final class RecordFormat {
     byte[] type = outcome == null ? new byte[0] : utf8(outcome.mediaType());
     byte[] body = outcome == null ? new byte[0] : outcome.body();
     StringBuilder fixed = new StringBuilder(TAIL_FIXED);
-    digits(fixed, Micros.of(updatedAt), 16);
-    digits(fixed, Micros.of(expiresAt), 16);
+    digits(fixed, RecordFormat.micros(updatedAt), 16);
+    digits(fixed, RecordFormat.micros(expiresAt), 16);
     digits(fixed, kind.length, 10);
     digits(fixed, type.length, 10);
     digits(fixed, body.length, 10);
@@ -93,16 +110,19 @@ public final class RecordFormat {
    */
   public static IdempotencyRecord decode(IdempotencyKey key, byte[] value) {
     try {
-      if (value.length < FINGERPRINT_AT + DIGEST + TAIL_FIXED || value[0] != '1' || value[1] != ' '
-          || value[FINGERPRINT_AT - 1] != '\n') {
+      int fingerprintAt = value.length > 0 && value[0] == '1' ? FINGERPRINT_AT_1 : FINGERPRINT_AT;
+      if (value.length < fingerprintAt + DIGEST + TAIL_FIXED
+          || (value[0] != VERSION && value[0] != '1') || value[1] != ' '
+          || value[fingerprintAt - 1] != '\n') {
         throw notARecord(key, null);
       }
+      long claimId = fingerprintAt == FINGERPRINT_AT_1 ? 0 : claimId(value, key);
       Status status = status(value[2], key);
       long token = number(value, 4, 16, key);
       long leaseUntil = number(value, 21, 16, key);
       long attempts = number(value, 38, 16, key);
       long createdAt = number(value, 55, 16, key);
-      int at = FINGERPRINT_AT;
+      int at = fingerprintAt;
       byte[] digest = slice(value, at, DIGEST);
       at += DIGEST;
       byte[] checkpointName = slice(value, at, (int) number(value, 72, 10, key));
@@ -132,9 +152,10 @@ public final class RecordFormat {
       Outcome outcome = kind.length == 0 ? null
           : Outcome.of(Outcome.Kind.valueOf(text(kind)), text(type), body);
       return new IdempotencyRecord(key, status, Fingerprint.fromDigest(digest), token,
-          Micros.toInstant(leaseUntil), Math.toIntExact(attempts), checkpoint,
+          EpochMicros.toInstant(leaseUntil), Math.toIntExact(attempts), checkpoint,
           status == Status.COMPLETED ? outcome : null, error.length == 0 ? null : text(error),
-          Micros.toInstant(createdAt), Micros.toInstant(updatedAt), Micros.toInstant(expiresAt));
+          EpochMicros.toInstant(createdAt), EpochMicros.toInstant(updatedAt), EpochMicros.toInstant(expiresAt),
+          claimId);
     } catch (IndexOutOfBoundsException | IllegalArgumentException | ArithmeticException e) {
       throw notARecord(key, e);
     }
@@ -142,7 +163,7 @@ public final class RecordFormat {
 
   private static IllegalStateException notARecord(IdempotencyKey key, Throwable cause) {
     return new IllegalStateException("the Redis value of " + key + " is not a record of Once"
-        + " (format 1): another program writes under the store's key prefix, or a later version"
+        + " (format 1 or 2): another program writes under the store's key prefix, or a later version"
         + " of Once wrote it", cause);
   }
 
@@ -157,6 +178,32 @@ public final class RecordFormat {
       out.append('0');
     }
     out.append(text);
+  }
+
+  /** Appends a space and the 64 bits of {@code value} in 16 lowercase hex digits. */
+  private static void hex(StringBuilder out, long value) {
+    String text = Long.toHexString(value);
+    out.append(' ');
+    for (int i = text.length(); i < CLAIM_ID; i++) {
+      out.append('0');
+    }
+    out.append(text);
+  }
+
+  /** The claim id of a record of the current format (after a space, 16 lowercase hex digits). */
+  private static long claimId(byte[] value, IdempotencyKey key) {
+    if (value[CLAIM_ID_AT - 1] != ' ') {
+      throw notARecord(key, null);
+    }
+    long n = 0;
+    for (int i = CLAIM_ID_AT; i < CLAIM_ID_AT + CLAIM_ID; i++) {
+      int digit = Character.digit(value[i], 16);
+      if (digit < 0 || value[i] >= 'A' && value[i] <= 'F') {
+        throw notARecord(key, null);
+      }
+      n = n << 4 | digit;
+    }
+    return n;
   }
 
   /** The decimal of {@code width} digits at {@code at}. */
@@ -208,5 +255,28 @@ public final class RecordFormat {
 
   private static byte[] ascii(String s) {
     return s.getBytes(StandardCharsets.US_ASCII);
+  }
+
+  /** 2^53: beyond it Lua's doubles stop being exact integers. */
+  private static final long LUA_EXACT = 1L << 53;
+
+  /**
+   * {@code instant} in epoch microseconds, floored ({@link EpochMicros}), within what the
+   * scripts compare exactly: Lua reads numbers as doubles, exact up to 2^53 µs (the year 2255).
+   *
+   * @throws IllegalArgumentException outside 1970 to 2255
+   */
+  public static long micros(Instant instant) {
+    long micros;
+    try {
+      micros = EpochMicros.of(instant);
+    } catch (IllegalArgumentException e) {
+      micros = Long.MAX_VALUE;
+    }
+    if (micros < 0 || micros >= LUA_EXACT) {
+      throw new IllegalArgumentException("instant " + instant
+          + " is outside what the Redis store can hold (1970 to the year 2255)");
+    }
+    return micros;
   }
 }

@@ -1,6 +1,7 @@
 package dev.once.redis.internal;
 
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
@@ -17,29 +18,36 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
- * One connection to Redis, standalone or Cluster, seen through the commands both share. In a
+ * One open connection to Redis, standalone or Cluster, seen through the commands both share. In a
  * cluster, Lettuce routes each keyed command to the master of its slot and follows {@code MOVED}
- * and {@code ASK} redirects.
+ * and {@code ASK} redirects. {@link RedisConnector} opens it.
  */
 public abstract sealed class RedisAccess implements AutoCloseable {
 
   private final String description;
-  private final Runnable onClose;
 
-  private RedisAccess(String description, Runnable onClose) {
+  private RedisAccess(String description) {
     this.description = description;
-    this.onClose = onClose;
   }
 
-  /** A connection through {@code client}; {@code onClose} runs after it is closed (may be null). */
-  public static RedisAccess standalone(RedisClient client, String description, Runnable onClose) {
-    return new Standalone(client.connect(ByteArrayCodec.INSTANCE), description, onClose);
+  /** Opens a connection through {@code client} (blocking: call it off the caller's thread). */
+  public static RedisAccess standalone(RedisClient client, String description) {
+    return new Standalone(client.connect(ByteArrayCodec.INSTANCE), description);
   }
 
-  /** A cluster connection through {@code client}; {@code onClose} runs after it is closed. */
-  public static RedisAccess cluster(RedisClusterClient client, String description,
-      Runnable onClose) {
-    return new Cluster(client.connect(ByteArrayCodec.INSTANCE), description, onClose);
+  /** A connection through {@code client} to {@code uri}, opened without blocking. */
+  public static CompletableFuture<RedisAccess> standaloneAsync(RedisClient client, RedisURI uri,
+      String description) {
+    return client.connectAsync(ByteArrayCodec.INSTANCE, uri).toCompletableFuture()
+        .thenApply(c -> new Standalone(c, description));
+  }
+
+  /**
+   * Opens a cluster connection through {@code client}, reading the topology first if the client
+   * has none yet (blocking: call it off the caller's thread).
+   */
+  public static RedisAccess cluster(RedisClusterClient client, String description) {
+    return new Cluster(client.connect(ByteArrayCodec.INSTANCE), description);
   }
 
   /** The commands, on the shared (multiplexed, thread-safe) connection. */
@@ -60,15 +68,10 @@ public abstract sealed class RedisAccess implements AutoCloseable {
   /** Whether this is a Redis Cluster connection. */
   public abstract boolean isCluster();
 
+  /** Closes the connection (the client stays open). */
   @Override
   public void close() {
-    try {
-      closeConnection();
-    } finally {
-      if (onClose != null) {
-        onClose.run();
-      }
-    }
+    closeConnection();
   }
 
   abstract void closeConnection();
@@ -76,9 +79,8 @@ public abstract sealed class RedisAccess implements AutoCloseable {
   private static final class Standalone extends RedisAccess {
     private final StatefulRedisConnection<byte[], byte[]> connection;
 
-    Standalone(StatefulRedisConnection<byte[], byte[]> connection, String description,
-        Runnable onClose) {
-      super(description, onClose);
+    Standalone(StatefulRedisConnection<byte[], byte[]> connection, String description) {
+      super(description);
       this.connection = connection;
     }
 
@@ -108,9 +110,8 @@ public abstract sealed class RedisAccess implements AutoCloseable {
   private static final class Cluster extends RedisAccess {
     private final StatefulRedisClusterConnection<byte[], byte[]> connection;
 
-    Cluster(StatefulRedisClusterConnection<byte[], byte[]> connection, String description,
-        Runnable onClose) {
-      super(description, onClose);
+    Cluster(StatefulRedisClusterConnection<byte[], byte[]> connection, String description) {
+      super(description);
       this.connection = connection;
     }
 

@@ -10,9 +10,12 @@ import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
 import dev.once.spi.Completion;
+import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
+import dev.once.spi.Status;
 import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisNoScriptException;
@@ -38,6 +41,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * The store's operations on records in {@link RecordFormat}: a claim is {@code SET … NX GET} (plus
@@ -61,38 +65,19 @@ public final class RedisEngine implements AutoCloseable {
   /** Keys a {@code SCAN} call of purge and reap asks for. */
   private static final int SCAN_PAGE = 1000;
 
-  private final RedisAccess redis;
+  private final RedisConnector connector;
   private final KeyLayout layout;
   private final Durability durability;
   private final Duration timeout;
   private final int maxPayloadBytes;
 
-  public RedisEngine(RedisAccess redis, KeyLayout layout, Durability durability, Duration timeout,
-      int maxPayloadBytes) {
-    this.redis = redis;
+  public RedisEngine(RedisConnector connector, KeyLayout layout, Durability durability,
+      Duration timeout, int maxPayloadBytes) {
+    this.connector = connector;
     this.layout = layout;
     this.durability = durability;
     this.timeout = timeout;
     this.maxPayloadBytes = maxPayloadBytes;
-  }
-
-  /**
-   * Refuses a server older than Redis 7.0, whose {@code SET} does not take {@code NX} and
-   * {@code GET} together: better one clear error at start than a syntax error on every claim. A
-   * server that does not answer {@code INFO} (some managed services rename it) is let through.
-   */
-  public void requireSetNxGet() {
-    String info;
-    try {
-      info = await(redis.commands().info("server").toCompletableFuture(), deadline(),
-          "INFO server");
-    } catch (StoreUnavailableException unanswered) {
-      return;
-    }
-    String problem = versionProblem(info);
-    if (problem != null) {
-      throw new IllegalStateException(redis.description() + " " + problem);
-    }
   }
 
   /** Why the server of this {@code INFO server} text is too old, or null when it is not. */
@@ -120,17 +105,26 @@ public final class RedisEngine implements AutoCloseable {
    * or a mismatch answered in one command, no script. Only when the record must change (a takeover,
    * a retry, an expired record) the decision is made here, by {@link ClaimRules#decide}, and written
    * by the {@link Script#SWAP} compare-and-set: a second round trip, repeated with what the swap
-   * found if another writer came first.
+   * found if another writer came first. The same claim re-sent (Lettuce re-sends a command whose
+   * answer a dropped connection lost) finds the record its first copy wrote, with its claim id:
+   * {@link ClaimRules#decide} answers it Acquired with that record's token, and nothing is written.
    */
   public Claim claim(ClaimRequest request) {
     Objects.requireNonNull(request, "request");
-    Claim[] claims = new Claim[1];
-    List<byte[]> acquired = new ArrayList<>(1);
-    settle(List.of(request), List.of(0), claims, acquired);
+    Batch batch = new Batch(List.of(request));
+    try {
+      settle(batch, List.of(0));
+    } catch (RuntimeException e) {
+      batch.failed(e);
+    }
+    if (batch.failure != null) {
+      throw batch.thrown(false);
+    }
+    List<byte[]> acquired = acquiredKeys(batch);
     if (!acquired.isEmpty()) {
       awaitReplicas(acquired, "claim of " + request.key());
     }
-    return claims[0];
+    return batch.claims[0];
   }
 
   /**
@@ -138,11 +132,16 @@ public final class RedisEngine implements AutoCloseable {
    * costs one round trip (in a cluster, one per master, in parallel), and the records that must
    * change one more. A key requested again in the batch goes in a later wave, after the earlier
    * answers, so it sees the earlier claim.
+   *
+   * <p>All or nothing for the caller: every answer of a wave is collected before anything is
+   * decided, also the answers that come after a failed one; when any failed, no later wave or
+   * compare-and-set is sent, every claim the batch acquired is released as FAILED, and so is every
+   * claim whose write went unanswered, if it took effect (checked by its claim id), and then the
+   * first failure is thrown.
    */
   public List<Claim> claimAll(List<ClaimRequest> requests) {
     Objects.requireNonNull(requests, "requests");
     int n = requests.size();
-    Claim[] claims = new Claim[n];
     int[] wave = new int[n];
     Map<IdempotencyKey, Integer> seen = new HashMap<>();
     int waves = 0;
@@ -151,85 +150,171 @@ public final class RedisEngine implements AutoCloseable {
       wave[i] = seen.merge(request.key(), 1, Integer::sum) - 1;
       waves = Math.max(waves, wave[i] + 1);
     }
-    List<byte[]> acquired = new ArrayList<>();
+    Batch batch = new Batch(requests);
     try {
-      for (int w = 0; w < waves; w++) {
+      for (int w = 0; w < waves && batch.failure == null; w++) {
         List<Integer> indexes = new ArrayList<>();
         for (int i = 0; i < n; i++) {
           if (wave[i] == w) {
             indexes.add(i);
           }
         }
-        settle(requests, indexes, claims, acquired);
+        settle(batch, indexes);
       }
-      if (!acquired.isEmpty()) {
+      List<byte[]> acquired = acquiredKeys(batch);
+      if (batch.failure == null && !acquired.isEmpty()) {
         awaitReplicas(acquired, "batch claim of " + acquired.size() + " keys");
       }
-    } catch (RuntimeException failure) {
-      release(requests, claims, failure);
-      throw failure;
+    } catch (RuntimeException e) {
+      batch.failed(e);
     }
-    return Arrays.asList(claims);
+    if (batch.failure != null) {
+      boolean released = release(batch);
+      throw batch.thrown(released);
+    }
+    return Arrays.asList(batch.claims);
   }
 
-  /** Claims the requests at {@code indexes} (distinct keys), pipelined; answers into {@code claims}. */
-  private void settle(List<ClaimRequest> requests, List<Integer> indexes, Claim[] claims,
-      List<byte[]> acquired) {
-    List<Swap> swaps = new ArrayList<>();
-    List<byte[]> keys = new ArrayList<>(indexes.size());
-    List<ClaimRules.Decision> creations = new ArrayList<>(indexes.size());
-    List<CompletableFuture<byte[]>> firsts = new ArrayList<>(indexes.size());
+  /**
+   * A claim of one or more requests in progress: the answers so far, the writes whose answer never
+   * came (they may have taken effect), and the first failure (later ones are suppressed in it).
+   */
+  private static final class Batch {
+    final List<ClaimRequest> requests;
+    final Claim[] claims;
+    /** Writes of this batch left unanswered: the request's index and the token the write gave. */
+    final List<long[]> unanswered = new ArrayList<>();
+    RuntimeException failure;
+
+    Batch(List<ClaimRequest> requests) {
+      this.requests = requests;
+      this.claims = new Claim[requests.size()];
+    }
+
+    void failed(RuntimeException e) {
+      if (failure == null) {
+        failure = e;
+      } else if (failure != e) {
+        failure.addSuppressed(e);
+      }
+    }
+
+    /** A write that failed: its answer may have been lost after it took effect. */
+    void failed(StoreUnavailableException e, int index, long token) {
+      failed(e);
+      if (e.mayHaveBeenApplied()) {
+        unanswered.add(new long[] {index, token});
+      }
+    }
+
+    /**
+     * The failure to throw: a {@link StoreUnavailableException} says it may have been applied when
+     * anything of the batch was (or may have been) written, {@code released} included.
+     */
+    RuntimeException thrown(boolean released) {
+      if (failure instanceof StoreUnavailableException e && !e.mayHaveBeenApplied()
+          && (released || !unanswered.isEmpty())) {
+        return mayHaveBeenApplied(e);
+      }
+      return failure;
+    }
+  }
+
+  /** The keys of the batch's claims answered Acquired. */
+  private List<byte[]> acquiredKeys(Batch batch) {
+    List<byte[]> keys = new ArrayList<>();
+    for (int i = 0; i < batch.claims.length; i++) {
+      if (batch.claims[i] instanceof Claim.Acquired) {
+        keys.add(layout.record(batch.requests.get(i).key()));
+      }
+    }
+    return keys;
+  }
+
+  /**
+   * Claims the requests at {@code indexes} (distinct keys), pipelined, answering into the batch.
+   * Every reply is collected before anything is decided; after a failure nothing more is sent.
+   */
+  private void settle(Batch batch, List<Integer> indexes) {
+    RedisAccess redis = connector.access(indexes.size() == 1
+        ? "claim of " + batch.requests.get(indexes.get(0)).key()
+        : "batch claim of " + indexes.size() + " keys");
+    int m = indexes.size();
+    List<byte[]> keys = new ArrayList<>(m);
+    List<ClaimRules.Decision> creations = new ArrayList<>(m);
+    List<CompletableFuture<byte[]>> firsts = new ArrayList<>(m);
     for (int i : indexes) {
-      ClaimRequest request = requests.get(i);
+      ClaimRequest request = batch.requests.get(i);
       ClaimRules.Decision creation = ClaimRules.decide(null, request);
       byte[] key = layout.record(request.key());
       keys.add(key);
       creations.add(creation);
-      firsts.add(redis.commands().setGet(key, RecordFormat.encode(creation.next()),
-          SetArgs.Builder.nx().px(ttlMillis(request.expiresAt(), request.now())))
-          .toCompletableFuture());
+      firsts.add(send(() -> redis.commands().setGet(key, RecordFormat.encode(creation.next()),
+          SetArgs.Builder.nx().px(ttlMillis(request.expiresAt(), request.now())))));
     }
     long deadline = deadline();
-    for (int j = 0; j < indexes.size(); j++) {
+    List<Swap> swaps = new ArrayList<>();
+    for (int j = 0; j < m; j++) {
       int i = indexes.get(j);
-      byte[] previous = await(firsts.get(j), deadline, "claim of " + requests.get(i).key());
+      byte[] previous;
+      try {
+        previous = await(firsts.get(j), deadline, "claim of " + batch.requests.get(i).key());
+      } catch (StoreUnavailableException e) {
+        batch.failed(e, i, ((Claim.Acquired) creations.get(j).claim()).token());
+        continue;
+      }
       if (previous == null) {
         // SET NX wrote the new record.
-        claims[i] = creations.get(j).claim();
-        acquired.add(keys.get(j));
+        batch.claims[i] = creations.get(j).claim();
       } else {
         swaps.add(new Swap(i, keys.get(j), previous));
       }
     }
-    for (int round = 0; !swaps.isEmpty(); round++) {
+    for (int round = 0; !swaps.isEmpty() && batch.failure == null; round++) {
       if (round == MAX_SWAPS) {
-        throw new StoreUnavailableException("the record of " + requests.get(swaps.get(0).index).key()
-            + " changed under " + MAX_SWAPS + " claims in a row (" + redis.description()
-            + "); retry as for any store error", null);
+        batch.failed(new StoreUnavailableException("the record of "
+            + batch.requests.get(swaps.get(0).index).key() + " changed under " + MAX_SWAPS
+            + " claims in a row (" + description() + "); retry as for any store error", null,
+            false));
+        return;
+      }
+      for (Swap swap : swaps) {
+        ClaimRequest request = batch.requests.get(swap.index);
+        try {
+          IdempotencyRecord current = swap.current == null ? null
+              : RecordFormat.decode(request.key(), swap.current);
+          swap.decision = ClaimRules.decide(current, request);
+        } catch (RuntimeException notARecord) {
+          batch.failed(notARecord);
+        }
+      }
+      if (batch.failure != null) {
+        return; // nothing of this round sent
       }
       List<Swap> writing = new ArrayList<>();
       for (Swap swap : swaps) {
-        ClaimRequest request = requests.get(swap.index);
-        IdempotencyRecord current = swap.current == null ? null
-            : RecordFormat.decode(request.key(), swap.current);
-        ClaimRules.Decision decision = ClaimRules.decide(current, request);
-        if (decision.next() == null) {
-          claims[swap.index] = decision.claim();
+        ClaimRequest request = batch.requests.get(swap.index);
+        if (swap.decision.next() == null) {
+          batch.claims[swap.index] = swap.decision.claim();
         } else {
-          swap.decision = decision;
-          swap.reply = swapAsync(swap.key, swap.current, RecordFormat.encode(decision.next()),
-              ttlMillis(decision.next().expiresAt(), request.now()));
+          swap.reply = swapAsync(redis, swap.key, swap.current,
+              RecordFormat.encode(swap.decision.next()),
+              ttlMillis(swap.decision.next().expiresAt(), request.now()));
           writing.add(swap);
         }
       }
       deadline = deadline();
       swaps = new ArrayList<>();
       for (Swap swap : writing) {
-        List<Object> reply = await(swap.reply, deadline, "claim of "
-            + requests.get(swap.index).key());
+        List<Object> reply;
+        try {
+          reply = await(swap.reply, deadline, "claim of " + batch.requests.get(swap.index).key());
+        } catch (StoreUnavailableException e) {
+          batch.failed(e, swap.index, ((Claim.Acquired) swap.decision.claim()).token());
+          continue;
+        }
         if (number(reply.get(0)) == 1L) {
-          claims[swap.index] = swap.decision.claim();
-          acquired.add(swap.key);
+          batch.claims[swap.index] = swap.decision.claim();
         } else {
           swaps.add(new Swap(swap.index, swap.key, reply.size() > 1 ? bytes(reply.get(1)) : null));
         }
@@ -253,9 +338,9 @@ public final class RedisEngine implements AutoCloseable {
   }
 
   /** {@link Script#SWAP}: {@code next} (null: delete) if the record is still {@code current}. */
-  private CompletableFuture<List<Object>> swapAsync(byte[] key, byte[] current, byte[] next,
-      long ttlMillis) {
-    return run(Script.SWAP, ScriptOutputType.MULTI, new byte[][] {key},
+  private CompletableFuture<List<Object>> swapAsync(RedisAccess redis, byte[] key, byte[] current,
+      byte[] next, long ttlMillis) {
+    return run(redis, Script.SWAP, ScriptOutputType.MULTI, new byte[][] {key},
         current == null ? EMPTY : current, next == null ? EMPTY : next,
         ttlMillis > 0 ? number(ttlMillis) : EMPTY);
   }
@@ -265,25 +350,42 @@ public final class RedisEngine implements AutoCloseable {
    * already past (the key keeps its expiry).
    */
   private static long ttlMillis(Instant expiresAt, Instant now) {
-    long millis = Math.floorDiv(Micros.of(expiresAt) - Micros.of(now) + 999, 1000)
+    long millis = Math.floorDiv(RecordFormat.micros(expiresAt) - RecordFormat.micros(now) + 999, 1000)
         + EXPIRY_MARGIN.toMillis();
     return Math.max(0, millis);
   }
 
   /**
-   * After a failed batch claim: gives back every claim the batch acquired as FAILED, pipelined and
-   * best effort (no replica wait; a release that fails leaves the lease to run out).
+   * After a failed batch claim: gives back as FAILED every claim the batch answered Acquired, by
+   * the FAIL script under its token; and every write left unanswered, if it took effect: read
+   * back, and changed by compare-and-set only if it is IN_PROGRESS under the write's token with
+   * the request's claim id (a blind FAIL could hit another claimant's record with an equal first
+   * token). Pipelined and best effort (no replica wait): a release that fails leaves its lease to
+   * run out, and is added to the failure as suppressed. Returns whether anything was sent.
    */
-  private void release(List<ClaimRequest> requests, Claim[] claims, RuntimeException failure) {
+  private boolean release(Batch batch) {
+    RuntimeException failure = batch.failure;
+    RedisAccess redis;
+    try {
+      redis = connector.access("release after a failed batch claim");
+    } catch (RuntimeException e) {
+      failure.addSuppressed(e);
+      return false;
+    }
+    String error = "released: the batch claim failed: " + failure;
     List<CompletableFuture<Long>> releases = new ArrayList<>();
-    for (int i = 0; i < claims.length; i++) {
-      if (claims[i] instanceof Claim.Acquired acquired) {
-        ClaimRequest r = requests.get(i);
-        releases.add(run(Script.FAIL, ScriptOutputType.INTEGER,
-            new byte[][] {layout.record(r.key())}, number(acquired.token()),
-            number(Micros.of(r.now())), number(Micros.of(r.now().plus(r.retention()))),
-            utf8("released: the batch claim failed: " + failure), MARGIN));
+    for (int i = 0; i < batch.claims.length; i++) {
+      if (batch.claims[i] instanceof Claim.Acquired acquired) {
+        releases.add(failAsync(redis, batch.requests.get(i), acquired.token(), error));
       }
+    }
+    List<CompletableFuture<byte[]>> reads = new ArrayList<>();
+    for (long[] write : batch.unanswered) {
+      byte[] key = layout.record(batch.requests.get((int) write[0]).key());
+      reads.add(send(() -> redis.commands().get(key)));
+    }
+    if (releases.isEmpty() && reads.isEmpty()) {
+      return false;
     }
     long deadline = deadline();
     for (CompletableFuture<Long> release : releases) {
@@ -291,14 +393,58 @@ public final class RedisEngine implements AutoCloseable {
         await(release, deadline, "release after a failed batch claim");
       } catch (RuntimeException e) {
         failure.addSuppressed(e);
-        return; // the server is away: the others would time out the same way
       }
     }
+    List<CompletableFuture<List<Object>>> swaps = new ArrayList<>();
+    for (int u = 0; u < reads.size(); u++) {
+      ClaimRequest request = batch.requests.get((int) batch.unanswered.get(u)[0]);
+      long token = batch.unanswered.get(u)[1];
+      try {
+        byte[] value = await(reads.get(u), deadline, "release after a failed batch claim");
+        IdempotencyRecord r = value == null ? null : RecordFormat.decode(request.key(), value);
+        if (r != null && r.status() == Status.IN_PROGRESS && r.token() == token
+            && r.claimId() == request.claimId()) {
+          Instant now = request.now();
+          Instant expiresAt = now.plus(request.retention());
+          IdempotencyRecord released = new IdempotencyRecord(r.key(), Status.FAILED,
+              r.fingerprint(), r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null, error,
+              r.createdAt(), now, expiresAt.isAfter(r.leaseUntil()) ? expiresAt : r.leaseUntil(),
+              r.claimId());
+          swaps.add(swapAsync(redis, layout.record(request.key()), value,
+              RecordFormat.encode(released), ttlMillis(released.expiresAt(), now)));
+        }
+      } catch (RuntimeException e) {
+        failure.addSuppressed(e);
+      }
+    }
+    deadline = deadline();
+    for (CompletableFuture<List<Object>> swap : swaps) {
+      try {
+        await(swap, deadline, "release after a failed batch claim");
+      } catch (RuntimeException e) {
+        failure.addSuppressed(e);
+      }
+    }
+    return true;
+  }
+
+  /** The FAIL script for the claim of {@code request} under {@code token}. */
+  private CompletableFuture<Long> failAsync(RedisAccess redis, ClaimRequest request, long token,
+      String error) {
+    return run(redis, Script.FAIL, ScriptOutputType.INTEGER,
+        new byte[][] {layout.record(request.key())}, number(token),
+        number(RecordFormat.micros(request.now())),
+        number(RecordFormat.micros(request.now().plus(request.retention()))), utf8(error), MARGIN);
   }
 
   // ---------------------------------------------------------------------------------------------
   // writes under the fencing token
 
+  /**
+   * The COMPLETE script. The same completion repeated after it was applied (re-sent by Lettuce
+   * after a reconnect, or retried by the caller) finds the record COMPLETED under the token with the
+   * same outcome and is acknowledged by the script's failure branch, changing nothing.
+   */
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {
     Objects.requireNonNull(key, "key");
@@ -308,8 +454,11 @@ public final class RedisEngine implements AutoCloseable {
     if (outcome.size() > maxPayloadBytes) {
       throw new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes);
     }
+    String what = "complete of " + key;
+    RedisAccess redis = connector.access(what);
     byte[][] keys = {layout.record(key)};
-    write(key, token, keys, "complete", completeAsync(keys, token, outcome, now, retention));
+    write(redis, key, token, keys, what, completeAsync(redis, keys, token, outcome, now,
+        retention));
   }
 
   /**
@@ -325,26 +474,34 @@ public final class RedisEngine implements AutoCloseable {
     if (completions.isEmpty()) {
       return Set.of();
     }
+    RedisAccess redis = connector.access("batch completion of " + completions.size() + " keys");
     List<byte[][]> keys = new ArrayList<>(completions.size());
     List<CompletableFuture<Long>> replies = new ArrayList<>(completions.size());
     for (Completion c : completions) {
       byte[][] k = {layout.record(c.key())};
       keys.add(k);
-      replies.add(completeAsync(k, c.token(), c.outcome(), now, retention));
+      replies.add(completeAsync(redis, k, c.token(), c.outcome(), now, retention));
     }
     long deadline = deadline();
     Set<IdempotencyKey> lost = new LinkedHashSet<>();
     List<byte[]> stored = new ArrayList<>(completions.size());
     for (int i = 0; i < completions.size(); i++) {
       IdempotencyKey key = completions.get(i).key();
-      if (await(replies.get(i), deadline, "batch completion of " + key) == 1L) {
+      long reply;
+      try {
+        reply = await(replies.get(i), deadline, "batch completion of " + key);
+      } catch (StoreUnavailableException e) {
+        // The other completions of the batch may be stored.
+        throw completions.size() > 1 ? mayHaveBeenApplied(e) : e;
+      }
+      if (reply == 1L) {
         stored.add(keys.get(i)[0]);
       } else {
         lost.add(key);
       }
     }
     if (!stored.isEmpty()) {
-      awaitReplicas(stored, "batch completion of " + stored.size() + " keys");
+      awaitReplicas(redis, stored, "batch completion of " + stored.size() + " keys");
     }
     return lost;
   }
@@ -353,21 +510,27 @@ public final class RedisEngine implements AutoCloseable {
    * The COMPLETE script with the record's new tail and Redis's expiry computed here, so that the
    * script only checks status and token and joins two strings (see {@link RecordFormat}).
    */
-  private CompletableFuture<Long> completeAsync(byte[][] keys, long token, Outcome outcome,
-      Instant now, Duration retention) {
+  private CompletableFuture<Long> completeAsync(RedisAccess redis, byte[][] keys, long token,
+      Outcome outcome, Instant now, Duration retention) {
     Instant expiresAt = now.plus(retention);
-    return run(Script.COMPLETE, ScriptOutputType.INTEGER, keys, number(token),
+    return run(redis, Script.COMPLETE, ScriptOutputType.INTEGER, keys, number(token),
         RecordFormat.tail(now, expiresAt, outcome), number(Math.max(1, ttlMillis(expiresAt, now))));
   }
 
+  /**
+   * The FAIL script; as for {@link #complete}, the same failure repeated after it was applied is
+   * acknowledged.
+   */
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(error, "error");
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(retention, "retention");
+    String what = "fail of " + key;
+    RedisAccess redis = connector.access(what);
     byte[][] keys = {layout.record(key)};
-    write(key, token, keys, "fail", run(Script.FAIL, ScriptOutputType.INTEGER, keys,
-        number(token), number(Micros.of(now)), number(Micros.of(now.plus(retention))),
+    write(redis, key, token, keys, what, run(redis, Script.FAIL, ScriptOutputType.INTEGER, keys,
+        number(token), number(RecordFormat.micros(now)), number(RecordFormat.micros(now.plus(retention))),
         utf8(error), MARGIN));
   }
 
@@ -375,11 +538,13 @@ public final class RedisEngine implements AutoCloseable {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(lease, "lease");
-    long leaseUntil = Micros.of(now.plus(lease));
+    long leaseUntil = RecordFormat.micros(now.plus(lease));
+    String what = "extend of " + key;
+    RedisAccess redis = connector.access(what);
     byte[][] keys = {layout.record(key)};
-    write(key, token, keys, "extend", run(Script.EXTEND, ScriptOutputType.INTEGER, keys,
-        number(token), number(Micros.of(now)), number(leaseUntil), MARGIN));
-    return Micros.toInstant(leaseUntil);
+    write(redis, key, token, keys, what, run(redis, Script.EXTEND, ScriptOutputType.INTEGER, keys,
+        number(token), number(RecordFormat.micros(now)), number(leaseUntil), MARGIN));
+    return EpochMicros.toInstant(leaseUntil);
   }
 
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
@@ -390,28 +555,37 @@ public final class RedisEngine implements AutoCloseable {
       throw new PayloadTooLargeException("checkpoint " + checkpoint.name() + " of " + key,
           checkpoint.size(), maxPayloadBytes);
     }
+    String what = "checkpoint of " + key;
+    RedisAccess redis = connector.access(what);
     byte[][] keys = {layout.record(key)};
-    write(key, token, keys, "checkpoint", run(Script.CHECKPOINT, ScriptOutputType.INTEGER,
-        keys, number(token), number(Micros.of(now)), utf8(checkpoint.name()), checkpoint.data(),
+    write(redis, key, token, keys, what, run(redis, Script.CHECKPOINT, ScriptOutputType.INTEGER,
+        keys, number(token), number(RecordFormat.micros(now)), utf8(checkpoint.name()), checkpoint.data(),
         MARGIN));
   }
 
-  private void write(IdempotencyKey key, long token, byte[][] keys, String what,
-      CompletableFuture<Long> reply) {
-    String description = what + " of " + key;
-    if (await(reply, deadline(), description) != 1L) {
+  private void write(RedisAccess redis, IdempotencyKey key, long token, byte[][] keys,
+      String what, CompletableFuture<Long> reply) {
+    if (await(reply, deadline(), what) != 1L) {
       throw new LeaseLostException(key, token);
     }
-    awaitReplicas(List.of(keys[0]), description);
+    awaitReplicas(redis, List.of(keys[0]), what);
   }
 
   // ---------------------------------------------------------------------------------------------
   // reads and maintenance
 
+  /** {@code GET}; a failure says nothing was applied (a read changes nothing). */
   public Optional<IdempotencyRecord> find(IdempotencyKey key) {
     Objects.requireNonNull(key, "key");
-    byte[] value = await(redis.commands().get(layout.record(key)).toCompletableFuture(),
-        deadline(), "find of " + key);
+    String what = "find of " + key;
+    RedisAccess redis = connector.access(what);
+    byte[] value;
+    try {
+      value = await(send(() -> redis.commands().get(layout.record(key))), deadline(), what);
+    } catch (StoreUnavailableException e) {
+      throw e.mayHaveBeenApplied() ? new StoreUnavailableException(e.getMessage(), e.getCause(),
+          false) : e;
+    }
     return value == null ? Optional.empty() : Optional.of(RecordFormat.decode(key, value));
   }
 
@@ -436,48 +610,56 @@ public final class RedisEngine implements AutoCloseable {
       throw new IllegalArgumentException("limit must be positive, was " + limit);
     }
     String what = purge ? "purge of expired records" : "reap of expired leases";
+    RedisAccess redis = connector.access(what);
     ScanArgs args = ScanArgs.Builder.matches(layout.pattern()).limit(SCAN_PAGE);
     int done = 0;
-    KeyScanCursor<byte[]> page = null;
-    while (done < limit && (page == null || !page.isFinished())) {
-      page = await(page == null ? redis.commands().scan(args).toCompletableFuture()
-          : redis.commands().scan(page, args).toCompletableFuture(), deadline(), what);
-      List<byte[]> keys = page.getKeys();
-      List<CompletableFuture<byte[]>> values = new ArrayList<>(keys.size());
-      for (byte[] key : keys) {
-        values.add(redis.commands().get(key).toCompletableFuture());
-      }
-      long deadline = deadline();
-      List<Change> due = new ArrayList<>();
-      for (int i = 0; i < keys.size(); i++) {
-        byte[] value = await(values.get(i), deadline, what);
-        IdempotencyRecord record = value == null ? null : readable(keys.get(i), value);
-        if (record == null) {
-          continue; // gone since the SCAN, or not ours: a value that is not a record is left alone
+    boolean changing = false;
+    try {
+      KeyScanCursor<byte[]> page = null;
+      while (done < limit && (page == null || !page.isFinished())) {
+        KeyScanCursor<byte[]> cursor = page;
+        page = await(send(() -> cursor == null ? redis.commands().scan(args)
+            : redis.commands().scan(cursor, args)), deadline(), what);
+        List<byte[]> keys = page.getKeys();
+        List<CompletableFuture<byte[]>> values = new ArrayList<>(keys.size());
+        for (byte[] key : keys) {
+          values.add(send(() -> redis.commands().get(key)));
         }
-        if (purge && record.isExpired(now)) {
-          due.add(new Change(keys.get(i), value, null));
-        } else if (!purge) {
-          IdempotencyRecord reaped = ClaimRules.reaped(record, now);
-          if (reaped != null) {
-            due.add(new Change(keys.get(i), value, RecordFormat.encode(reaped)));
+        long deadline = deadline();
+        List<Change> due = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+          byte[] value = await(values.get(i), deadline, what);
+          IdempotencyRecord record = value == null ? null : readable(keys.get(i), value);
+          if (record == null) {
+            continue; // gone since the SCAN, or not ours: a value that is not a record is left alone
+          }
+          if (purge && record.isExpired(now)) {
+            due.add(new Change(keys.get(i), value, null));
+          } else if (!purge) {
+            IdempotencyRecord reaped = ClaimRules.reaped(record, now);
+            if (reaped != null) {
+              due.add(new Change(keys.get(i), value, RecordFormat.encode(reaped)));
+            }
           }
         }
-      }
-      for (int from = 0; from < due.size() && done < limit; ) {
-        int to = Math.min(due.size(), from + limit - done);
-        List<CompletableFuture<List<Object>>> swaps = new ArrayList<>(to - from);
-        for (Change change : due.subList(from, to)) {
-          swaps.add(swapAsync(change.key(), change.read(), change.next(), 0));
-        }
-        deadline = deadline();
-        for (CompletableFuture<List<Object>> swap : swaps) {
-          if (number(await(swap, deadline, what).get(0)) == 1L) {
-            done++;
+        for (int from = 0; from < due.size() && done < limit; ) {
+          int to = Math.min(due.size(), from + limit - done);
+          List<CompletableFuture<List<Object>>> swaps = new ArrayList<>(to - from);
+          changing = true;
+          for (Change change : due.subList(from, to)) {
+            swaps.add(swapAsync(redis, change.key(), change.read(), change.next(), 0));
           }
+          deadline = deadline();
+          for (CompletableFuture<List<Object>> swap : swaps) {
+            if (number(await(swap, deadline, what).get(0)) == 1L) {
+              done++;
+            }
+          }
+          from = to;
         }
-        from = to;
       }
+    } catch (StoreUnavailableException e) {
+      throw changing ? mayHaveBeenApplied(e) : e;
     }
     return done;
   }
@@ -501,9 +683,18 @@ public final class RedisEngine implements AutoCloseable {
   // ---------------------------------------------------------------------------------------------
   // plumbing
 
+  /** A command's reply; a command that cannot even be queued fails the reply, never the caller. */
+  private static <T> CompletableFuture<T> send(Supplier<? extends CompletionStage<T>> command) {
+    try {
+      return command.get().toCompletableFuture();
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
   /** EVALSHA, falling back to EVAL (which caches the script) when the server answers NOSCRIPT. */
-  private <T> CompletableFuture<T> run(Script script, ScriptOutputType type, byte[][] keys,
-      byte[]... args) {
+  private <T> CompletableFuture<T> run(RedisAccess redis, Script script, ScriptOutputType type,
+      byte[][] keys, byte[]... args) {
     try {
       CompletableFuture<T> sha = redis.commands().<T>evalsha(script.sha(), type, keys, args)
           .toCompletableFuture();
@@ -515,26 +706,62 @@ public final class RedisEngine implements AutoCloseable {
     }
   }
 
+  /**
+   * {@code WAIT} after writes that took effect: whatever goes wrong here, they may survive
+   * ({@link StoreUnavailableException#mayHaveBeenApplied()} true).
+   */
   private void awaitReplicas(List<byte[]> keys, String what) {
+    if (durability.replicas() > 0) {
+      awaitReplicas(connector.access(what), keys, what);
+    }
+  }
+
+  private void awaitReplicas(RedisAccess redis, List<byte[]> keys, String what) {
     int replicas = durability.replicas();
     if (replicas == 0) {
       return;
     }
     long deadline = System.nanoTime() + timeout.toNanos() + durability.timeout().toNanos();
-    long acknowledged = await(redis.waitForReplicas(keys, replicas, durability.timeout())
-        .toCompletableFuture(), deadline, "WAIT after " + what);
+    long acknowledged;
+    try {
+      acknowledged = await(send(() -> redis.waitForReplicas(keys, replicas, durability.timeout())),
+          deadline, "WAIT after " + what);
+    } catch (StoreUnavailableException e) {
+      throw mayHaveBeenApplied(e);
+    }
     if (acknowledged < replicas) {
       throw new StoreUnavailableException("only " + acknowledged + " of " + replicas
           + " replicas acknowledged the " + what + " within " + durability.timeout().toMillis()
-          + " ms (" + redis.description() + "); the write is on the primary and may survive,"
-          + " retry as for any store error", null);
+          + " ms (" + description() + "); the write is on the primary and may survive,"
+          + " retry as for any store error", null, true);
     }
+  }
+
+  /** {@code e}, saying that the call may have been applied. */
+  private static StoreUnavailableException mayHaveBeenApplied(StoreUnavailableException e) {
+    if (e.mayHaveBeenApplied()) {
+      return e;
+    }
+    StoreUnavailableException applied = new StoreUnavailableException(e.getMessage(), e.getCause(),
+        true);
+    applied.setStackTrace(e.getStackTrace());
+    for (Throwable suppressed : e.getSuppressed()) {
+      applied.addSuppressed(suppressed);
+    }
+    return applied;
   }
 
   private long deadline() {
     return System.nanoTime() + timeout.toNanos();
   }
 
+  /**
+   * The reply, within the deadline. A Redis error reply (WRONGTYPE, OOM, READONLY, CLUSTERDOWN,
+   * LOADING, BUSY …) means the command was refused before it changed anything: every command and
+   * script of the store writes at most once, last; so such failures say
+   * {@code mayHaveBeenApplied() == false}. A timeout or a lost connection may have lost the answer
+   * of a command that took effect: true.
+   */
   private <T> T await(CompletionStage<T> stage, long deadline, String what) {
     CompletableFuture<T> future = stage.toCompletableFuture();
     try {
@@ -549,12 +776,12 @@ public final class RedisEngine implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new StoreUnavailableException("interrupted while waiting for Redis ("
-          + redis.description() + ") to answer the " + what, e);
+          + description() + ") to answer the " + what, e);
     }
   }
 
   private StoreUnavailableException timedOut(String what, Throwable cause) {
-    return new StoreUnavailableException("Redis (" + redis.description() + ") did not answer the "
+    return new StoreUnavailableException("Redis (" + description() + ") did not answer the "
         + what + " within the command timeout of " + timeout.toMillis() + " ms", cause);
   }
 
@@ -563,11 +790,11 @@ public final class RedisEngine implements AutoCloseable {
       return timedOut(what, cause);
     }
     if (cause instanceof RedisConnectionException) {
-      return new StoreUnavailableException("cannot reach Redis (" + redis.description()
+      return new StoreUnavailableException("cannot reach Redis (" + description()
           + ") for the " + what + ": " + cause.getMessage(), cause);
     }
-    return new StoreUnavailableException("Redis (" + redis.description() + ") failed the " + what
-        + ": " + cause, cause);
+    return new StoreUnavailableException("Redis (" + description() + ") failed the " + what
+        + ": " + cause, cause, !(cause instanceof RedisCommandExecutionException));
   }
 
   private static Throwable unwrap(Throwable e) {
@@ -607,11 +834,12 @@ public final class RedisEngine implements AutoCloseable {
 
   /** Where this engine connects to, for messages. */
   public String description() {
-    return redis.description();
+    return connector.description();
   }
 
+  /** Closes the connection, and the client when the store owns it. */
   @Override
   public void close() {
-    redis.close();
+    connector.close();
   }
 }

@@ -69,6 +69,7 @@ public final class RedisServerProcess implements AutoCloseable {
     private boolean aof;
     private boolean cluster;
     private RedisServerProcess primary;
+    private int port;
     private final List<String> extra = new ArrayList<>();
 
     private Builder() {}
@@ -91,6 +92,18 @@ public final class RedisServerProcess implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Listen on {@code port} (e.g. one from {@link RedisServerProcess#freePort()} that a client
+     * was pointed at before the server started) instead of a free port of its own choosing.
+     */
+    public Builder port(int port) {
+      if (port < 1 || port > 65_535) {
+        throw new IllegalArgumentException("not a port: " + port);
+      }
+      this.port = port;
+      return this;
+    }
+
     /** More {@code redis-server} arguments, e.g. {@code "--maxmemory", "10mb"}. */
     public Builder arg(String... args) {
       Collections.addAll(extra, args);
@@ -100,9 +113,9 @@ public final class RedisServerProcess implements AutoCloseable {
     /** Starts the server and waits until it answers PING. */
     public RedisServerProcess start() {
       IllegalStateException last = null;
-      for (int attempt = 0; attempt < 5; attempt++) {
+      for (int attempt = 0; attempt < (this.port == 0 ? 5 : 1); attempt++) {
         // Another process may take the free port between probe and bind: try another one.
-        int port = freePort(cluster);
+        int port = this.port != 0 ? this.port : freePort(cluster);
         Path dir;
         try {
           dir = Files.createTempDirectory("once-redis-" + port + "-");
@@ -270,6 +283,11 @@ public final class RedisServerProcess implements AutoCloseable {
     throw new IllegalStateException("no redis-server found: the Redis tests start their own"
         + " server. Install one (Debian/Ubuntu: apt-get install redis-server; macOS: brew install"
         + " redis) or set ONCE_REDIS_SERVER to its path.");
+  }
+
+  /** A port on 127.0.0.1 that nothing listens on now. */
+  public static int freePort() {
+    return freePort(false);
   }
 
   private static int freePort(boolean withBusPort) {

@@ -1,0 +1,207 @@
+package dev.once.internal;
+
+import dev.once.Checkpoint;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The steps of one key's work, kept in the record's checkpoint (a fenced write every store already
+ * has, carried across takeovers and retries): each step's state and journaled result, in the order
+ * the steps first ran, the user's own last checkpoint, and the terminal failure the work committed
+ * to once compensation began. Immutable; every change makes a new journal, written whole.
+ *
+ * <p>A record whose checkpoint is not named {@link #CHECKPOINT_NAME} holds the user's checkpoint
+ * alone: a key that never used steps is stored exactly as before steps existed.
+ */
+public final class Journal {
+
+  /** The checkpoint name the journal is stored under; refused for users' checkpoints. */
+  public static final String CHECKPOINT_NAME = "once:journal";
+  private static final int VERSION = 1;
+
+  /** Where a step is. */
+  public enum State {
+    /** Journaled before a step with a reconciler runs: its effect may exist. */
+    STARTED,
+    /** Finished; the body is its encoded result. */
+    DONE,
+    /** Finished, but its result could not be stored; the body is why. */
+    NOT_STORED,
+    /** Failed terminally; the body is "type\nmessage". */
+    FAILED,
+    /** Finished, then undone by its compensation; the body is still its result. */
+    COMPENSATED
+  }
+
+  /** One step: its state, and the media type and bytes of what it journaled. */
+  public record Entry(String name, State state, String mediaType, byte[] body) {}
+
+  private final Checkpoint user;
+  private final Map<String, Entry> entries;
+  /** "type\nmessage" of the terminal failure being compensated, or null. */
+  private final String failure;
+
+  private Journal(Checkpoint user, Map<String, Entry> entries, String failure) {
+    this.user = user;
+    this.entries = entries;
+    this.failure = failure;
+  }
+
+  /** The journal held by a record's checkpoint (null: none). */
+  public static Journal of(Checkpoint checkpoint) {
+    if (checkpoint == null || !checkpoint.name().equals(CHECKPOINT_NAME)) {
+      return new Journal(checkpoint, Map.of(), null);
+    }
+    return decode(checkpoint.data());
+  }
+
+  /** The user's last checkpoint, or null. */
+  public Checkpoint user() {
+    return user;
+  }
+
+  /** The step named {@code name}, or null. */
+  public Entry entry(String name) {
+    return entries.get(name);
+  }
+
+  /** Every step, in the order they first ran. */
+  public List<Entry> entries() {
+    return List.copyOf(entries.values());
+  }
+
+  /** How many steps are journaled. */
+  public int size() {
+    return entries.size();
+  }
+
+  /** The terminal failure the work committed to ("type\nmessage"), or null. */
+  public String failure() {
+    return failure;
+  }
+
+  /** This journal with {@code entry} set (added last, or replacing the step's earlier state). */
+  public Journal with(Entry entry) {
+    Map<String, Entry> next = new LinkedHashMap<>(entries);
+    next.put(entry.name(), entry);
+    return new Journal(user, Collections.unmodifiableMap(next), failure);
+  }
+
+  /** This journal with the user's checkpoint replaced. */
+  public Journal withUser(Checkpoint checkpoint) {
+    return new Journal(checkpoint, entries, failure);
+  }
+
+  /** This journal committed to the terminal failure {@code typeAndMessage}. */
+  public Journal withFailure(String typeAndMessage) {
+    return new Journal(user, entries, typeAndMessage);
+  }
+
+  /**
+   * What to store as the record's checkpoint: the user's own when no step was journaled (the form
+   * of a key without steps), else the whole journal.
+   */
+  public Checkpoint toCheckpoint() {
+    if (entries.isEmpty() && failure == null) {
+      return user;
+    }
+    return Checkpoint.of(CHECKPOINT_NAME, encode());
+  }
+
+  private byte[] encode() {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(256);
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      out.writeByte(VERSION);
+      out.writeBoolean(user != null);
+      if (user != null) {
+        out.writeUTF(user.name());
+        writeBytes(out, user.data());
+      }
+      out.writeBoolean(failure != null);
+      if (failure != null) {
+        writeBytes(out, failure.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      }
+      out.writeShort(entries.size());
+      for (Entry e : entries.values()) {
+        out.writeUTF(e.name());
+        out.writeByte(e.state().ordinal());
+        out.writeUTF(e.mediaType());
+        writeBytes(out, e.body());
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot happen: writing to memory", e);
+    }
+    return bytes.toByteArray();
+  }
+
+  private static Journal decode(byte[] data) {
+    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(data))) {
+      int version = in.readUnsignedByte();
+      if (version != VERSION) {
+        throw new IllegalStateException("step journal has unknown version " + version);
+      }
+      Checkpoint user = in.readBoolean() ? Checkpoint.of(in.readUTF(), readBytes(in)) : null;
+      String failure = in.readBoolean()
+          ? new String(readBytes(in), java.nio.charset.StandardCharsets.UTF_8) : null;
+      int count = in.readUnsignedShort();
+      Map<String, Entry> entries = new LinkedHashMap<>();
+      State[] states = State.values();
+      for (int i = 0; i < count; i++) {
+        String name = in.readUTF();
+        int state = in.readUnsignedByte();
+        if (state >= states.length) {
+          throw new IllegalStateException("step journal has unknown state " + state);
+        }
+        entries.put(name, new Entry(name, states[state], in.readUTF(), readBytes(in)));
+      }
+      return new Journal(user, Collections.unmodifiableMap(entries), failure);
+    } catch (IOException e) {
+      throw new IllegalStateException("step journal is truncated", e);
+    }
+  }
+
+  private static void writeBytes(DataOutputStream out, byte[] b) throws IOException {
+    out.writeInt(b.length);
+    out.write(b);
+  }
+
+  private static byte[] readBytes(DataInputStream in) throws IOException {
+    int length = in.readInt();
+    if (length < 0 || length > in.available()) {
+      throw new IllegalStateException("step journal has a bad length " + length);
+    }
+    return in.readNBytes(length);
+  }
+
+  /** "type\nmessage" of {@code failure}, as journaled for a FAILED step or a committed failure. */
+  static byte[] describeFailure(Throwable failure) {
+    String message = failure.getMessage();
+    String text = failure.getClass().getName() + "\n" + (message == null ? "" : message);
+    if (text.length() > 1000) {
+      text = text.substring(0, 1000);
+    }
+    return text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  /** The exception type of a FAILED entry. */
+  static String failureType(Entry entry) {
+    String text = new String(entry.body(), java.nio.charset.StandardCharsets.UTF_8);
+    int nl = text.indexOf('\n');
+    return nl < 0 ? text : text.substring(0, nl);
+  }
+
+  /** The exception message of a FAILED entry, "" if none. */
+  static String failureMessage(Entry entry) {
+    String text = new String(entry.body(), java.nio.charset.StandardCharsets.UTF_8);
+    int nl = text.indexOf('\n');
+    return nl < 0 ? "" : text.substring(nl + 1);
+  }
+}

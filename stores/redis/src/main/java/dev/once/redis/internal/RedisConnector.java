@@ -1,0 +1,190 @@
+package dev.once.redis.internal;
+
+import dev.once.StoreUnavailableException;
+import io.lettuce.core.RedisException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
+
+/**
+ * Opens the store's one connection when the first call needs it, not when the store is built, so
+ * that an application starts while Redis is down: each call until a connection is open starts (or
+ * joins) a connection attempt and waits for it at most the command timeout, then throws
+ * {@link StoreUnavailableException} with {@code mayHaveBeenApplied() == false} (nothing was sent).
+ * Once open, the connection is kept; Lettuce reconnects it by itself after an outage.
+ *
+ * <p>The first connection that opens is checked once: a server older than Redis 7.0 (whose
+ * {@code SET} does not take {@code NX} and {@code GET} together) is refused with
+ * {@link IllegalStateException}, the connection closed, and the next call tries again. A server
+ * that does not answer {@code INFO} (some managed services rename it) is let through.
+ */
+public final class RedisConnector implements AutoCloseable {
+
+  private final Supplier<CompletableFuture<RedisAccess>> open;
+  private final String description;
+  private final Duration timeout;
+  private final Runnable onClose;
+
+  private volatile RedisAccess access;
+  /** The attempt in progress, or the last one; guarded by {@code this}. */
+  private CompletableFuture<RedisAccess> attempt;
+  private boolean closed;
+
+  /**
+   * @param open        starts opening a connection (must not block)
+   * @param description where it connects to, for messages (no password)
+   * @param timeout     how long a call waits for the connection
+   * @param onClose     runs when the store is closed (shuts down a client the store owns), or null
+   */
+  public RedisConnector(Supplier<CompletableFuture<RedisAccess>> open, String description,
+      Duration timeout, Runnable onClose) {
+    this.open = Objects.requireNonNull(open, "open");
+    this.description = Objects.requireNonNull(description, "description");
+    this.timeout = Objects.requireNonNull(timeout, "timeout");
+    this.onClose = onClose;
+  }
+
+  /** Where the store connects to, for messages. */
+  public String description() {
+    return description;
+  }
+
+  /**
+   * The open connection; opens it first when there is none.
+   *
+   * @param what the operation that needs it, for messages
+   * @throws StoreUnavailableException if no connection opened within the command timeout (nothing
+   *     was sent: {@code mayHaveBeenApplied()} is false)
+   * @throws IllegalStateException     if the server is older than Redis 7.0
+   */
+  public RedisAccess access(String what) {
+    RedisAccess open = access;
+    return open != null ? open : connect(what);
+  }
+
+  private RedisAccess connect(String what) {
+    CompletableFuture<RedisAccess> pending;
+    synchronized (this) {
+      if (closed) {
+        throw new StoreUnavailableException("the Redis store (" + description + ") is closed;"
+            + " the " + what + " was not sent", null, false);
+      }
+      if (access != null) {
+        return access;
+      }
+      if (attempt == null || attempt.isCompletedExceptionally() || attempt.isCancelled()) {
+        attempt = start();
+      }
+      pending = attempt;
+    }
+    try {
+      return pending.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      throw new StoreUnavailableException("cannot connect to " + description + " for the " + what
+          + " within the command timeout of " + timeout.toMillis() + " ms; nothing was sent", e,
+          false);
+    } catch (ExecutionException | CompletionException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      while (cause instanceof CompletionException && cause.getCause() != null) {
+        cause = cause.getCause();
+      }
+      if (cause instanceof TooOld tooOld) {
+        throw new IllegalStateException(tooOld.getMessage());
+      }
+      if (cause instanceof RedisException || cause instanceof java.io.IOException) {
+        throw new StoreUnavailableException("cannot connect to " + description + " for the "
+            + what + ": " + cause.getMessage() + "; nothing was sent", cause, false);
+      }
+      throw new StoreUnavailableException("cannot connect to " + description + " for the " + what
+          + ": " + cause + "; nothing was sent", cause, false);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StoreUnavailableException("interrupted while connecting to " + description
+          + " for the " + what + "; nothing was sent", e, false);
+    }
+  }
+
+  /** A connection attempt: open, check the server's version, keep the connection. */
+  private CompletableFuture<RedisAccess> start() {
+    CompletableFuture<RedisAccess> opening;
+    try {
+      opening = open.get();
+    } catch (RuntimeException e) {
+      opening = CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<RedisAccess> checked = opening.thenCompose(this::checked);
+    checked.thenAccept(opened -> {
+      boolean keep;
+      synchronized (this) {
+        keep = !closed;
+        if (keep) {
+          access = opened;
+        }
+      }
+      if (!keep) {
+        opened.close();
+      }
+    });
+    return checked;
+  }
+
+  /**
+   * {@code opened} if its server is Redis 7.0 or newer (or does not say); else closed, and the
+   * attempt fails with {@link TooOld}.
+   */
+  private CompletableFuture<RedisAccess> checked(RedisAccess opened) {
+    CompletableFuture<String> info;
+    try {
+      info = opened.commands().info("server").toCompletableFuture().thenApply(text -> text);
+    } catch (RuntimeException e) {
+      info = CompletableFuture.failedFuture(e);
+    }
+    return info.completeOnTimeout(null, timeout.toNanos(), TimeUnit.NANOSECONDS)
+        .exceptionally(unanswered -> null)
+        .thenApply(text -> {
+          String problem = text == null ? null : RedisEngine.versionProblem(text);
+          if (problem != null) {
+            opened.close();
+            throw new TooOld(description + " " + problem);
+          }
+          return opened;
+        });
+  }
+
+  /** A server older than Redis 7.0, inside the attempt's future. */
+  private static final class TooOld extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    TooOld(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  /** Closes the connection (one still opening is closed when it opens), then runs onClose. */
+  @Override
+  public void close() {
+    RedisAccess open;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      open = access;
+      access = null;
+    }
+    try {
+      if (open != null) {
+        open.close();
+      }
+    } finally {
+      if (onClose != null) {
+        onClose.run();
+      }
+    }
+  }
+}
