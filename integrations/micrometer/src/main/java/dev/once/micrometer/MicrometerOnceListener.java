@@ -194,6 +194,15 @@ public final class MicrometerOnceListener implements OnceListener {
     return name.isEmpty() ? "store" : name.toLowerCase(Locale.ROOT);
   }
 
+  /** {@code name}, if it can be a store tag's value: not null, not blank. */
+  static String requireStoreName(String name) {
+    Objects.requireNonNull(name, "name");
+    if (name.isBlank()) {
+      throw new IllegalArgumentException("store name must not be blank");
+    }
+    return name;
+  }
+
   /** Configures a {@link MicrometerOnceListener}. */
   public static final class Builder {
     private final MeterRegistry registry;
@@ -207,11 +216,7 @@ public final class MicrometerOnceListener implements OnceListener {
 
     /** The {@link OnceMetrics#TAG_STORE} value, e.g. {@code jdbc}, {@code redis}. */
     public Builder storeName(String name) {
-      Objects.requireNonNull(name, "name");
-      if (name.isBlank()) {
-        throw new IllegalArgumentException("store name must not be blank");
-      }
-      this.store = name;
+      this.store = MicrometerOnceListener.requireStoreName(name);
       return this;
     }
 

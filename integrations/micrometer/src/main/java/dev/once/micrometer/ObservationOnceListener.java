@@ -354,11 +354,7 @@ public final class ObservationOnceListener implements OnceListener {
 
     /** The {@value OnceObservations#STORE} value, e.g. {@code jdbc}. */
     public Builder storeName(String name) {
-      Objects.requireNonNull(name, "name");
-      if (name.isBlank()) {
-        throw new IllegalArgumentException("store name must not be blank");
-      }
-      this.store = name;
+      this.store = MicrometerOnceListener.requireStoreName(name);
       return this;
     }
 
