@@ -78,11 +78,8 @@ public final class InMemoryStore implements IdempotencyStore {
   @Override
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     Objects.requireNonNull(error, "error");
-    Instant expiresAt = now.plus(retention);
     update(key, token, r -> r.isFailedAs(token, error),
-        r -> new IdempotencyRecord(r.key(), Status.FAILED, r.fingerprint(),
-            r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null, error, r.createdAt(),
-            now, later(expiresAt, r.leaseUntil()), r.claimId()));
+        r -> ClaimRules.failed(r, error, now, retention));
   }
 
   @Override

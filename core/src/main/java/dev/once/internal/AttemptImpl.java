@@ -102,19 +102,19 @@ public final class AttemptImpl implements Attempt {
     if (name.equals(Journal.CHECKPOINT_NAME)) {
       throw new IllegalArgumentException("checkpoint name '" + name + "' is reserved for steps");
     }
-    if (checkpoint.size() > config.maxPayloadBytes()) {
-      throw new PayloadTooLargeException("checkpoint " + name, checkpoint.size(),
-          config.maxPayloadBytes());
-    }
     write(journal.withUser(checkpoint), "checkpoint " + name);
   }
 
-  /** Writes {@code next} as the record's checkpoint, fenced, and keeps it as the journal. */
+  /**
+   * Writes {@code next} as the record's checkpoint, fenced, and keeps it as the journal.
+   *
+   * @throws PayloadTooLargeException before any call, if it exceeds the payload bound
+   */
   private void write(Journal next, String what) {
     Checkpoint stored = next.toCheckpoint();
     if (stored.size() > config.maxPayloadBytes()) {
-      throw new PayloadTooLargeException(what + " (with the step journal)", stored.size(),
-          config.maxPayloadBytes());
+      throw new PayloadTooLargeException(next.size() == 0 ? what : what + " (with the step "
+          + "journal)", stored.size(), config.maxPayloadBytes());
     }
     fenced(() -> store.checkpoint(key, token, stored, config.clock().instant()));
     journal = next;
@@ -139,8 +139,11 @@ public final class AttemptImpl implements Attempt {
         }
         case NOT_STORED -> throw new OutcomeNotStoredException(key, "step '" + name + "': "
             + new String(entry.body(), StandardCharsets.UTF_8));
-        case FAILED -> throw new StepFailedException(key, name, Journal.failureType(entry),
-            Journal.failureMessage(entry));
+        case FAILED -> {
+          Outcome failure = Journal.failureOf(entry);
+          throw new StepFailedException(key, name, failure.failureType(),
+              failure.failureMessage());
+        }
         case STARTED -> {
           if (step.reconciler().isPresent()) {
             Optional<T> found = reconcile(step, stepKey);
@@ -171,7 +174,7 @@ public final class AttemptImpl implements Attempt {
     } catch (Exception | Error failure) {
       if (!(failure instanceof LeaseLostException) && config.failurePolicy().isTerminal(failure)) {
         write(journal.with(new Journal.Entry(name, Journal.State.FAILED,
-            Outcome.FAILURE_MEDIA_TYPE, Journal.describeFailure(failure))), "step " + name);
+            Outcome.FAILURE_MEDIA_TYPE, Journal.failureOf(failure).body())), "step " + name);
       }
       throw Execution.rethrow(failure);
     }
@@ -198,24 +201,29 @@ public final class AttemptImpl implements Attempt {
    */
   private <T> void journalResult(Step<T> step, T value) {
     String name = step.name();
-    Journal.Entry done;
+    byte[] body;
     try {
-      byte[] body = step.codec().encode(value);
-      done = new Journal.Entry(name, Journal.State.DONE, step.codec().mediaType(), body);
-      if (journal.with(done).toCheckpoint().size() > config.maxPayloadBytes()) {
-        throw new PayloadTooLargeException("result of step " + name, body.length,
-            config.maxPayloadBytes());
-      }
+      body = step.codec().encode(value);
     } catch (VirtualMachineError e) {
       throw e;
     } catch (Throwable e) {
-      LOG.log(System.Logger.Level.WARNING, "the result of step '" + name + "' of " + key
-          + " cannot be journaled (" + e + "); journaled without it, so the step does not run "
-          + "again", e);
-      done = new Journal.Entry(name, Journal.State.NOT_STORED, "",
-          Execution.describe(e).getBytes(StandardCharsets.UTF_8));
+      journalNotStored(name, e);
+      return;
     }
-    write(journal.with(done), "step " + name);
+    try {
+      write(journal.with(new Journal.Entry(name, Journal.State.DONE, step.codec().mediaType(),
+          body)), "result of step " + name);
+    } catch (PayloadTooLargeException e) {
+      journalNotStored(name, e); // refused before any call: nothing was written
+    }
+  }
+
+  private void journalNotStored(String name, Throwable cause) {
+    LOG.log(System.Logger.Level.WARNING, "the result of step '" + name + "' of " + key
+        + " cannot be journaled (" + cause + "); journaled without it, so the step does not run "
+        + "again", cause);
+    write(journal.with(new Journal.Entry(name, Journal.State.NOT_STORED, "",
+        Execution.describe(cause).getBytes(StandardCharsets.UTF_8))), "step " + name);
   }
 
   private <T> void registerCompensation(Step<T> step, T value) {
@@ -250,8 +258,7 @@ public final class AttemptImpl implements Attempt {
       return List.of();
     }
     if (journal.failure() == null) {
-      write(journal.withFailure(new String(Journal.describeFailure(failure),
-          StandardCharsets.UTF_8)), "the failure being compensated");
+      write(journal.withFailure(Journal.failureOf(failure)), "the failure being compensated");
     }
     for (int i = compensations.size() - 1; i >= 0; i--) {
       String name = compensationNames.get(i);
@@ -279,13 +286,9 @@ public final class AttemptImpl implements Attempt {
    * such work ends in that failure whatever it does now.
    */
   public ReplayedFailureException committedFailure() {
-    String committed = journal.failure();
-    if (committed == null) {
-      return null;
-    }
-    int nl = committed.indexOf('\n');
-    return new ReplayedFailureException(key, nl < 0 ? committed : committed.substring(0, nl),
-        nl < 0 ? "" : committed.substring(nl + 1));
+    Outcome committed = journal.failure();
+    return committed == null ? null : new ReplayedFailureException(key,
+        committed.failureType(), committed.failureMessage());
   }
 
   /**
@@ -296,7 +299,7 @@ public final class AttemptImpl implements Attempt {
    * @throws RuntimeException what a compensation threw: store nothing, release the key
    */
   public Outcome terminalOutcome(Throwable failure) {
-    ReplayedFailureException committed = committedFailure();
+    Outcome committed = journal.failure();
     List<String> compensated = compensate(failure);
     String type = committed != null ? committed.failureType() : failure.getClass().getName();
     String message = committed != null ? committed.failureMessage()

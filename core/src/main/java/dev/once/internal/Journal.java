@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import dev.once.Checkpoint;
+import dev.once.spi.Outcome;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -46,10 +47,10 @@ public final class Journal {
 
   private final Checkpoint user;
   private final Map<String, Entry> entries;
-  /** "type\nmessage" of the terminal failure being compensated, or null. */
-  private final String failure;
+  /** The terminal failure being compensated, or null. */
+  private final Outcome failure;
 
-  private Journal(Checkpoint user, Map<String, Entry> entries, String failure) {
+  private Journal(Checkpoint user, Map<String, Entry> entries, Outcome failure) {
     this.user = user;
     this.entries = entries;
     this.failure = failure;
@@ -83,8 +84,8 @@ public final class Journal {
     return entries.size();
   }
 
-  /** The terminal failure the work committed to ("type\nmessage"), or null. */
-  public String failure() {
+  /** The terminal failure the work committed to, or null. */
+  public Outcome failure() {
     return failure;
   }
 
@@ -100,9 +101,9 @@ public final class Journal {
     return new Journal(checkpoint, entries, failure);
   }
 
-  /** This journal committed to the terminal failure {@code typeAndMessage}. */
-  public Journal withFailure(String typeAndMessage) {
-    return new Journal(user, entries, typeAndMessage);
+  /** This journal committed to the terminal failure {@code failure}. */
+  public Journal withFailure(Outcome failure) {
+    return new Journal(user, entries, failure);
   }
 
   /**
@@ -127,7 +128,7 @@ public final class Journal {
       }
       out.writeBoolean(failure != null);
       if (failure != null) {
-        writeBytes(out, failure.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        writeBytes(out, failure.body());
       }
       out.writeShort(entries.size());
       for (Entry e : entries.values()) {
@@ -149,8 +150,7 @@ public final class Journal {
         throw new IllegalStateException("step journal has unknown version " + version);
       }
       Checkpoint user = in.readBoolean() ? Checkpoint.of(in.readUTF(), readBytes(in)) : null;
-      String failure = in.readBoolean()
-          ? new String(readBytes(in), java.nio.charset.StandardCharsets.UTF_8) : null;
+      Outcome failure = in.readBoolean() ? failureBody(readBytes(in)) : null;
       int count = in.readUnsignedShort();
       Map<String, Entry> entries = new LinkedHashMap<>();
       State[] states = State.values();
@@ -181,27 +181,23 @@ public final class Journal {
     return in.readNBytes(length);
   }
 
-  /** "type\nmessage" of {@code failure}, as journaled for a FAILED step or a committed failure. */
-  static byte[] describeFailure(Throwable failure) {
-    String message = failure.getMessage();
-    String text = failure.getClass().getName() + "\n" + (message == null ? "" : message);
-    if (text.length() > 1000) {
-      text = text.substring(0, 1000);
-    }
-    return text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  /**
+   * The terminal failure {@code failure} as journaled for a FAILED step or a committed failure:
+   * {@link Outcome#failure}, its message cut so the whole stays within 1,000 characters.
+   */
+  static Outcome failureOf(Throwable failure) {
+    String type = failure.getClass().getName();
+    String message = failure.getMessage() == null ? "" : failure.getMessage();
+    int room = Math.max(0, 1000 - type.length() - 1);
+    return Outcome.failure(type, message.length() > room ? message.substring(0, room) : message);
   }
 
-  /** The exception type of a FAILED entry. */
-  static String failureType(Entry entry) {
-    String text = new String(entry.body(), java.nio.charset.StandardCharsets.UTF_8);
-    int nl = text.indexOf('\n');
-    return nl < 0 ? text : text.substring(0, nl);
+  /** The failure a FAILED entry journaled. */
+  static Outcome failureOf(Entry entry) {
+    return failureBody(entry.body());
   }
 
-  /** The exception message of a FAILED entry, "" if none. */
-  static String failureMessage(Entry entry) {
-    String text = new String(entry.body(), java.nio.charset.StandardCharsets.UTF_8);
-    int nl = text.indexOf('\n');
-    return nl < 0 ? "" : text.substring(nl + 1);
+  private static Outcome failureBody(byte[] body) {
+    return Outcome.of(Outcome.Kind.FAILURE, Outcome.FAILURE_MEDIA_TYPE, body);
   }
 }

@@ -72,7 +72,27 @@ public final class ClaimRules {
    * claim id): the request was sent before and its answer lost.
    */
   public static boolean isOwnLiveClaim(IdempotencyRecord current, ClaimRequest request) {
-    return current.claimId() == request.claimId() && current.isLeaseLive(request.now());
+    return isOwnClaim(current, request) && current.isLeaseLive(request.now());
+  }
+
+  /**
+   * Whether {@code current} is IN_PROGRESS under the claim {@code request} made, live or not: what
+   * a store releases after a batch claim whose answer it never got.
+   */
+  public static boolean isOwnClaim(IdempotencyRecord current, ClaimRequest request) {
+    return current.status() == Status.IN_PROGRESS && current.claimId() == request.claimId();
+  }
+
+  /**
+   * What {@link IdempotencyStore#fail} leaves of {@code current}: FAILED with {@code error}, token,
+   * checkpoint and claim id kept, expiring after the retention but never before the lease ends.
+   */
+  public static IdempotencyRecord failed(IdempotencyRecord current, String error, Instant now,
+      java.time.Duration retention) {
+    return new IdempotencyRecord(current.key(), Status.FAILED, current.fingerprint(),
+        current.token(), current.leaseUntil(), current.attempts(), current.checkpoint(), null,
+        error, current.createdAt(), now, later(now.plus(retention), current.leaseUntil()),
+        current.claimId());
   }
 
   /**

@@ -177,10 +177,9 @@ public final class CapturingResponse extends HttpServletResponseWrapper {
     if (overflowed || held.size() == 0) {
       return;
     }
-    byte[] body = held.toByteArray();
-    held.reset();
     ServletOutputStream out = super.getOutputStream();
-    out.write(body);
+    held.writeTo(out); // no copy of a body of up to maxResponseBytes
+    held.reset();
     out.flush();
   }
 

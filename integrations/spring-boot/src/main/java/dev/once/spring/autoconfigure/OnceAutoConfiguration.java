@@ -13,7 +13,6 @@ import dev.once.spring.IdempotencyFilterCustomizer;
 import dev.once.spring.IdempotentExceptionHandler;
 import dev.once.spring.OnceBuilderCustomizer;
 import dev.once.spring.OnceProperties;
-import dev.once.spring.internal.GuardedListener;
 import dev.once.spring.internal.IdempotentPostProcessor;
 import dev.once.spring.internal.OnceBackgroundTasks;
 import dev.once.spring.internal.OnceHealthIndicator;
@@ -104,7 +103,8 @@ public class OnceAutoConfiguration {
     if (wait != null && !wait.isZero()) {
       builder.onInProgress(InProgressPolicy.waitUpTo(wait));
     }
-    List<OnceListener> all = listeners.orderedStream().map(GuardedListener::of).toList();
+    // Once tells each listener apart and drops what it throws, an Error included.
+    List<OnceListener> all = listeners.orderedStream().toList();
     if (!all.isEmpty()) {
       builder.listener(OnceListener.compose(all.toArray(OnceListener[]::new)));
     }

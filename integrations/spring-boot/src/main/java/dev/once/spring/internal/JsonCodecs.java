@@ -23,8 +23,9 @@ final class JsonCodecs {
   }
 
   /**
-   * A {@link JsonCodec} for {@code type}, which may be generic ({@code List<Charge>}), whose
-   * {@code encode} throws nothing but {@link RuntimeException}s (see {@link EncodeFailures}).
+   * A {@link JsonCodec} for {@code type}, which may be generic ({@code List<Charge>}). Whatever
+   * its {@code encode} throws (a getter's {@code Error} too) finishes the key with the "not
+   * stored" marker: Once catches it.
    */
   @SuppressWarnings("unchecked")
   static Codec<Object> of(ObjectMapper mapper, Type type) {
@@ -34,51 +35,6 @@ final class JsonCodecs {
         return type;
       }
     };
-    return new EncodeFailures((Codec<Object>) (Codec<?>) JsonCodec.of(mapper, reference), type);
-  }
-
-  /**
-   * Turns an {@link Error} thrown while encoding (a getter's {@code AssertionError}, an
-   * {@code ExceptionInInitializerError}, which Jackson passes through unwrapped) into an
-   * {@link IllegalArgumentException}. Once completes the key with the "not stored" marker for a
-   * value whose encoding throws an exception; an error would instead leave the claim in progress
-   * until its lease passed and the method ran again. The JVM's own errors
-   * ({@link VirtualMachineError}) pass unchanged.
-   */
-  static final class EncodeFailures implements Codec<Object> {
-    private final Codec<Object> json;
-    private final Type type;
-
-    EncodeFailures(Codec<Object> json, Type type) {
-      this.json = json;
-      this.type = type;
-    }
-
-    @Override
-    public String mediaType() {
-      return json.mediaType();
-    }
-
-    @Override
-    public byte[] encode(Object value) {
-      try {
-        return json.encode(value);
-      } catch (VirtualMachineError e) {
-        throw e;
-      } catch (Error e) {
-        throw new IllegalArgumentException("cannot encode " + type.getTypeName() + " as JSON: "
-            + e, e);
-      }
-    }
-
-    @Override
-    public Object decode(byte[] bytes) {
-      return json.decode(bytes);
-    }
-
-    @Override
-    public String toString() {
-      return json.toString();
-    }
+    return (Codec<Object>) (Codec<?>) JsonCodec.of(mapper, reference);
   }
 }

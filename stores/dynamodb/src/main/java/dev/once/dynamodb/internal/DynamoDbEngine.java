@@ -13,6 +13,7 @@ import dev.once.dynamodb.RecordAttribute;
 import dev.once.internal.Checks;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.ClaimRules;
 import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
@@ -213,8 +214,7 @@ public final class DynamoDbEngine {
         } else if (errors[i] != null && Errors.mayHaveBeenApplied(errors[i])) {
           changed = true;
           Optional<IdempotencyRecord> found = find(r.key());
-          if (found.isPresent() && found.get().claimId() == r.claimId()
-              && found.get().status() == Status.IN_PROGRESS) {
+          if (found.isPresent() && ClaimRules.isOwnClaim(found.get(), r)) {
             fail(r.key(), found.get().token(), reason, r.now(), r.retention());
           }
         }

@@ -13,7 +13,6 @@ import dev.once.spi.Completion;
 import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
-import dev.once.spi.Status;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisCommandTimeoutException;
@@ -402,14 +401,9 @@ public final class RedisEngine implements AutoCloseable {
       try {
         byte[] value = await(reads.get(u), deadline, "release after a failed batch claim");
         IdempotencyRecord r = value == null ? null : RecordFormat.decode(request.key(), value);
-        if (r != null && r.status() == Status.IN_PROGRESS && r.token() == token
-            && r.claimId() == request.claimId()) {
+        if (r != null && r.token() == token && ClaimRules.isOwnClaim(r, request)) {
           Instant now = request.now();
-          Instant expiresAt = now.plus(request.retention());
-          IdempotencyRecord released = new IdempotencyRecord(r.key(), Status.FAILED,
-              r.fingerprint(), r.token(), r.leaseUntil(), r.attempts(), r.checkpoint(), null, error,
-              r.createdAt(), now, expiresAt.isAfter(r.leaseUntil()) ? expiresAt : r.leaseUntil(),
-              r.claimId());
+          IdempotencyRecord released = ClaimRules.failed(r, error, now, request.retention());
           swaps.add(swapAsync(redis, layout.record(request.key()), value,
               RecordFormat.encode(released), ttlMillis(released.expiresAt(), now)));
         }
