@@ -54,3 +54,53 @@ ensure_redis_binary() {
 }
 
 ensure_redis_binary
+
+# RabbitMQ: the once-rabbitmq tests talk to a real broker on 127.0.0.1:5672 (guest/guest).
+rabbit_up() {
+  rabbitmq-diagnostics -q check_port_connectivity >/dev/null 2>&1 \
+    || (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null
+}
+
+ensure_rabbitmq() {
+  if ! command -v rabbitmq-server >/dev/null 2>&1; then
+    echo "installing rabbitmq-server"
+    apt_install rabbitmq-server
+  fi
+  if ! rabbit_up; then
+    echo "starting RabbitMQ"
+    rabbitmq-server -detached || true
+    for _ in $(seq 1 120); do
+      rabbit_up && break
+      sleep 0.5
+    done
+  fi
+  rabbitmqctl -q await_startup >/dev/null 2>&1 || true
+  rabbit_up && echo "RabbitMQ up on 5672"
+}
+
+ensure_rabbitmq
+
+# NATS with JetStream: the once-nats tests talk to a real server on 127.0.0.1:4222.
+nats_up() {
+  (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null
+}
+
+ensure_nats() {
+  if ! command -v nats-server >/dev/null 2>&1 && [[ ! -x /usr/sbin/nats-server ]]; then
+    echo "installing nats-server"
+    apt_install nats-server
+  fi
+  if ! nats_up; then
+    echo "starting nats-server with JetStream"
+    mkdir -p /var/lib/nats-server
+    start-stop-daemon --start --oknodo --background --exec "$(command -v nats-server || echo /usr/sbin/nats-server)" \
+      -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+    for _ in $(seq 1 60); do
+      nats_up && break
+      sleep 0.5
+    done
+  fi
+  nats_up && echo "NATS up on 4222"
+}
+
+ensure_nats

@@ -1,8 +1,8 @@
 package dev.once;
 
-import dev.once.internal.Checks;
 import dev.once.internal.Execution;
 import dev.once.internal.NoListener;
+import dev.once.spi.Checks;
 import dev.once.spi.IdempotencyStore;
 import java.time.Clock;
 import java.time.Duration;
@@ -105,6 +105,7 @@ public final class Once {
     builder.listener = config.listener();
     builder.heartbeat = config.heartbeat();
     builder.clockSkewMargin = config.clockSkewMargin();
+    builder.coalescedCallsInFlight = config.coalescedCallsInFlight();
     return builder;
   }
 
@@ -129,31 +130,103 @@ public final class Once {
   }
 
   /**
-   * The settings of one {@link Once}, fixed at {@link Builder#build()}.
-   *
-   * @param store           where records live
-   * @param lease           how long a claim is honoured without a heartbeat
-   * @param retention       how long finished records are kept and replayed
-   * @param inProgress      what duplicates do while the original runs
-   * @param failurePolicy   which failures are terminal
-   * @param maxPayloadBytes the largest outcome or checkpoint stored
-   * @param clock           where time comes from
-   * @param sleeper         how a waiting duplicate pauses
-   * @param listener        who observes
-   * @param heartbeat       runs lease heartbeats, or null for none
-   * @param clockSkewMargin how much longer than {@code lease} the store honours a claim, so that a
-   *                        host whose clock runs ahead by up to this much cannot take over early
+   * The settings of one {@link Once}, fixed at {@link Builder#build()}. Read-only: it has getters
+   * and no public constructor, so a setting added later breaks no one (build settings with
+   * {@link Builder}; derive a variant with {@link #toBuilder()}).
    */
-  public record Config(IdempotencyStore store, Duration lease, Duration retention,
-      InProgressPolicy inProgress, FailurePolicy failurePolicy, int maxPayloadBytes, Clock clock,
-      Sleeper sleeper, OnceListener listener, Scheduler heartbeat, Duration clockSkewMargin) {
+  public static final class Config {
+    private final IdempotencyStore store;
+    private final Duration lease;
+    private final Duration retention;
+    private final InProgressPolicy inProgress;
+    private final FailurePolicy failurePolicy;
+    private final int maxPayloadBytes;
+    private final Clock clock;
+    private final Sleeper sleeper;
+    private final OnceListener listener;
+    private final Scheduler heartbeat;
+    private final Duration clockSkewMargin;
+    private final int coalescedCallsInFlight;
 
-    /** Settings without a clock-skew margin. */
-    public Config(IdempotencyStore store, Duration lease, Duration retention,
-        InProgressPolicy inProgress, FailurePolicy failurePolicy, int maxPayloadBytes,
-        Clock clock, Sleeper sleeper, OnceListener listener, Scheduler heartbeat) {
-      this(store, lease, retention, inProgress, failurePolicy, maxPayloadBytes, clock, sleeper,
-          listener, heartbeat, Duration.ZERO);
+    private Config(Builder b, int maxPayloadBytes) {
+      this.store = b.store;
+      this.lease = b.lease;
+      this.retention = b.retention;
+      this.inProgress = b.inProgress;
+      this.failurePolicy = b.failurePolicy;
+      this.maxPayloadBytes = maxPayloadBytes;
+      this.clock = b.clock;
+      this.sleeper = b.sleeper;
+      this.listener = b.listener;
+      this.heartbeat = b.heartbeat;
+      this.clockSkewMargin = b.clockSkewMargin;
+      this.coalescedCallsInFlight = b.coalescedCallsInFlight;
+    }
+
+    /** Where records live. */
+    public IdempotencyStore store() {
+      return store;
+    }
+
+    /** How long a claim is honoured without a heartbeat. */
+    public Duration lease() {
+      return lease;
+    }
+
+    /** How long finished records are kept and replayed. */
+    public Duration retention() {
+      return retention;
+    }
+
+    /** What duplicates do while the original runs. */
+    public InProgressPolicy inProgress() {
+      return inProgress;
+    }
+
+    /** Which failures are terminal. */
+    public FailurePolicy failurePolicy() {
+      return failurePolicy;
+    }
+
+    /** The largest outcome or checkpoint stored: the builder's bound, at most the store's. */
+    public int maxPayloadBytes() {
+      return maxPayloadBytes;
+    }
+
+    /** Where time comes from. */
+    public Clock clock() {
+      return clock;
+    }
+
+    /** How a waiting duplicate pauses. */
+    public Sleeper sleeper() {
+      return sleeper;
+    }
+
+    /** Who observes (a no-op listener when none was set). */
+    public OnceListener listener() {
+      return listener;
+    }
+
+    /** Runs lease heartbeats, or null for none. */
+    public Scheduler heartbeat() {
+      return heartbeat;
+    }
+
+    /**
+     * How much longer than {@link #lease()} the store honours a claim, so that a host whose clock
+     * runs ahead by up to this much cannot take over early.
+     */
+    public Duration clockSkewMargin() {
+      return clockSkewMargin;
+    }
+
+    /**
+     * How many shared store calls of each kind may be in flight when concurrent calls share
+     * batched store calls; 0 when they do not ({@link Builder#coalesceStoreCalls}).
+     */
+    public int coalescedCallsInFlight() {
+      return coalescedCallsInFlight;
     }
 
     /**
@@ -162,6 +235,15 @@ public final class Once {
      */
     public Duration storedLease() {
       return lease.plus(clockSkewMargin);
+    }
+
+    @Override
+    public String toString() {
+      return "Once.Config[store=" + store + ", lease=" + lease + ", retention=" + retention
+          + ", inProgress=" + inProgress + ", failurePolicy=" + failurePolicy
+          + ", maxPayloadBytes=" + maxPayloadBytes + ", clock=" + clock + ", heartbeat="
+          + (heartbeat != null) + ", clockSkewMargin=" + clockSkewMargin
+          + ", coalescedCallsInFlight=" + coalescedCallsInFlight + "]";
     }
   }
 
@@ -189,6 +271,7 @@ public final class Once {
     private OnceListener listener = NoListener.INSTANCE;
     private Scheduler heartbeat;
     private Duration clockSkewMargin = Duration.ZERO;
+    private int coalescedCallsInFlight;
 
     private Builder(IdempotencyStore store) {
       this.store = Objects.requireNonNull(store, "store");
@@ -269,6 +352,28 @@ public final class Once {
       return this;
     }
 
+    /**
+     * Lets concurrent calls share batched store calls: a call's claim (and later its completion)
+     * joins a batch call, so many concurrent callers share one round trip through the store's
+     * {@code claimAll} and {@code completeAll} (one statement on PostgreSQL, one pipeline on
+     * Redis). Up to {@code maxCallsInFlight} batch calls of each kind run at once; a call finding
+     * a free slot starts one at once (a lone caller waits for nothing), the others queue and share
+     * the next. A batch the store refuses is repeated call by call, so one bad key never fails
+     * its neighbours. Pays off with many concurrent callers on a networked store: see
+     * docs/benchmarks.md for when, and by how much. 0 (the default) turns it off.
+     *
+     * @param maxCallsInFlight 0 for off, else how many batch calls of each kind may be in flight
+     *     (at most the connection pool's size is useful)
+     */
+    public Builder coalesceStoreCalls(int maxCallsInFlight) {
+      if (maxCallsInFlight < 0) {
+        throw new IllegalArgumentException("maxCallsInFlight must be 0 (off) or positive, was "
+            + maxCallsInFlight);
+      }
+      this.coalescedCallsInFlight = maxCallsInFlight;
+      return this;
+    }
+
     /** A {@link Once} with these settings. */
     public Once build() {
       if (clockSkewMargin.compareTo(lease) >= 0) {
@@ -276,8 +381,7 @@ public final class Once {
             + ") must be less than the lease (" + lease + ")");
       }
       int payloadLimit = Math.min(maxPayloadBytes, store.maxPayloadBytes());
-      return new Once(new Config(store, lease, retention, inProgress, failurePolicy, payloadLimit,
-          clock, sleeper, listener, heartbeat, clockSkewMargin));
+      return new Once(new Config(this, payloadLimit));
     }
   }
 }

@@ -94,6 +94,12 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
   @Option(names = "--json", description = "Print the results as one JSON object.")
   boolean json;
 
+  @Option(names = "--coalesce", paramLabel = "N", defaultValue = "0", description = {
+      "Also measure Once with coalesced store calls (Once.Builder.coalesceStoreCalls(N)): "
+          + "concurrent calls share claimAll/completeAll round trips, N of each in flight. Adds "
+          + "the side 'coalesced' to new keys and replays. 0 (default): not measured."})
+  int coalesce;
+
   @Option(names = "--business-write", description = {
       "SQL stores: every new key also debits an account row, as a payment would. The raw side "
           + "and lease mode run the debit as an autocommit statement of its own (a third "
@@ -124,6 +130,10 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     if (rounds < 1 || rounds > 20) {
       throw invalid("--rounds must be between 1 and 20, was " + rounds);
     }
+    if (coalesce < 0 || coalesce > threads) {
+      throw invalid("--coalesce must be between 0 (off) and --threads (" + threads + "), was "
+          + coalesce);
+    }
     if (businessWrite && uri.kind().dialect() == null) {
       throw invalid("--business-write needs a SQL store (sqlite:, postgres:, mariadb:), not "
           + uri.display());
@@ -135,6 +145,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         opened.createSchema();
         Accounts accounts = businessWrite ? new Accounts(opened.dataSource(), threads) : null;
         Once once = Once.builder(opened.store()).build();
+        Once coalesced = coalesce > 0 ? once.toBuilder().coalesceStoreCalls(coalesce).build()
+            : null;
         if (!json) {
           out.printf(Locale.ROOT, "once bench: %s, %d threads, %s measured per side, workload "
                   + "and round after %s warm-up, %d round%s%s%n%n", opened.describe(), threads,
@@ -143,7 +155,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
           out.flush();
         }
         List<Measurement> results = new ArrayList<>();
-        long total = (long) (opened.store() instanceof JdbcStore ? 5 : 4) * rounds;
+        long total = (long) ((opened.store() instanceof JdbcStore ? 5 : 4) + (coalesce > 0 ? 2 : 0))
+            * rounds;
         AtomicLong done = new AtomicLong();
         // Key numbers never repeat across threads, rounds and warm-ups (a counter per thread would
         // restart with every measurement).
@@ -157,7 +170,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                 Baseline.BusinessWrite debit = accounts == null ? null : c -> accounts.debit(c, t);
                 return counted(accounts, () -> baseline.newKey(prefix + keys.getAndIncrement(),
                     Fingerprint.of(PAYLOAD).digest(), RESPONSE_BYTES, debit));
-              }), newKeySides(opened, once, keys, accounts))));
+              }), newKeySides(opened, once, coalesced, keys, accounts))));
           if (accounts != null) {
             accounts.check();
           }
@@ -168,15 +181,16 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             once.call(IdempotencyKey.of("bench", "replay-" + run + "-" + i),
                 Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> RESPONSE);
           }
-          results.addAll(compare("replays", measure, warm, done,
+          List<Side> replaySides = new ArrayList<>(List.of(
               new Side("raw", baseline.describeReplay(), t -> () -> baseline.replay(
                   "replay-" + run + "-" + ThreadLocalRandom.current().nextInt(REPLAY_KEYS))),
-              new Side("once", "Once.call: replay of the stored outcome", t -> () -> once.call(
-                  IdempotencyKey.of("bench", "replay-" + run + "-"
-                      + ThreadLocalRandom.current().nextInt(REPLAY_KEYS)),
-                  Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> {
-                    throw new IllegalStateException("a replay must not run the logic");
-                  }))));
+              replaySide("once", "Once.call: replay of the stored outcome", once)));
+          if (coalesced != null) {
+            replaySides.add(replaySide("coalesced", "Once.call, coalesced store calls: replay",
+                coalesced));
+          }
+          results.addAll(compare("replays", measure, warm, done,
+              replaySides.toArray(Side[]::new)));
         } finally {
           dropOnceTable(opened);
           if (accounts != null) {
@@ -193,16 +207,11 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     }
   }
 
-  /**
-   * The sides of the new-keys workload: raw, Once in lease mode, and on a SQL store
-   * TransactionalOnce (claim and completion in one transaction, one commit).
-   */
-  private Side[] newKeySides(OpenStore opened, Once once, AtomicLong keys, Accounts accounts) {
-    List<Side> sides = new ArrayList<>();
-    String debit = accounts == null ? "" : " (debit in autocommit)";
-    sides.add(new Side("once", "Once.call: claim + run + complete" + debit, t -> {
-      String prefix = "new-" + run + "-" + t + "-";
-      return counted(accounts, () -> once.call(
+  private Side newKeySide(String name, String description, Once on, AtomicLong keys,
+      Accounts accounts) {
+    return new Side(name, description, t -> {
+      String prefix = name + "-" + run + "-" + t + "-";
+      return counted(accounts, () -> on.call(
           IdempotencyKey.of("bench", prefix + keys.getAndIncrement()), Fingerprint.of(PAYLOAD),
           Codecs.utf8(), attempt -> {
             if (accounts != null) {
@@ -210,7 +219,32 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
             }
             return RESPONSE;
           }));
-    }));
+    });
+  }
+
+  private Side replaySide(String name, String description, Once on) {
+    return new Side(name, description, t -> () -> on.call(
+        IdempotencyKey.of("bench", "replay-" + run + "-"
+            + ThreadLocalRandom.current().nextInt(REPLAY_KEYS)),
+        Fingerprint.of(PAYLOAD), Codecs.utf8(), attempt -> {
+          throw new IllegalStateException("a replay must not run the logic");
+        }));
+  }
+
+  /**
+   * The sides of the new-keys workload: raw, Once in lease mode, and on a SQL store
+   * TransactionalOnce (claim and completion in one transaction, one commit).
+   */
+  private Side[] newKeySides(OpenStore opened, Once once, Once coalesced, AtomicLong keys,
+      Accounts accounts) {
+    List<Side> sides = new ArrayList<>();
+    String debit = accounts == null ? "" : " (debit in autocommit)";
+    sides.add(newKeySide("once", "Once.call: claim + run + complete" + debit, once, keys,
+        accounts));
+    if (coalesced != null) {
+      sides.add(newKeySide("coalesced", "Once.call, coalesced store calls: claim + run + "
+          + "complete" + debit, coalesced, keys, accounts));
+    }
     if (opened.store() instanceof JdbcStore jdbc) {
       TransactionalOnce tx = TransactionalOnce.builder(jdbc).build();
       sides.add(new Side("tx", "TransactionalOnce: one transaction"

@@ -33,6 +33,9 @@ final class Progress implements AutoCloseable {
   private final Thread drawer;
   private final PrintStream out;
   private volatile boolean drawn;
+  /** When the first draw is due (System.nanoTime), and what it draws; unused without a drawer. */
+  private long firstDrawDue;
+  private Runnable drawNow;
 
   private Progress(Thread drawer, PrintStream out) {
     this.drawer = drawer;
@@ -64,6 +67,8 @@ final class Progress implements AutoCloseable {
     }, "once-progress");
     drawer.setDaemon(true);
     self[0] = new Progress(drawer, err);
+    self[0].firstDrawDue = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(delayMillis());
+    self[0].drawNow = () -> self[0].draw(line(label, done.getAsLong(), total, terminalColumns()));
     drawer.start();
     return self[0];
   }
@@ -172,6 +177,11 @@ final class Progress implements AutoCloseable {
       drawer.join();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    if (!drawn && System.nanoTime() - firstDrawDue >= 0) {
+      // The work outlasted the delay but the drawer never got to draw (it was still finding the
+      // terminal's width on a busy machine): draw the last state once, as it would have.
+      drawNow.run();
     }
     if (drawn) {
       out.print("\r\033[2K");

@@ -17,6 +17,7 @@ import dev.once.StoreUnavailableException;
 import dev.once.Work;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.Completion;
 import dev.once.spi.Outcome;
 import java.time.Duration;
 import java.time.Instant;
@@ -28,10 +29,50 @@ public final class Execution {
 
   private final Once.Config config;
   final StoreCalls store;
+  /** Claims shared with concurrent callers ({@code coalesceStoreCalls}), or null when off. */
+  private final Coalescer<ClaimRequest, Claim> claims;
+  /** Completions shared with concurrent callers: true when stored, false when the lease is lost. */
+  private final Coalescer<Completion, Boolean> completions;
+
+  /** The most requests one shared store call carries. */
+  static final int MAX_COALESCED = 128;
 
   public Execution(Once.Config config) {
     this.config = config;
     this.store = new StoreCalls(config.store(), config.listener());
+    int inFlight = config.coalescedCallsInFlight();
+    if (inFlight > 0) {
+      this.claims = new Coalescer<>(MAX_COALESCED, inFlight, store::claim, store::claimAll);
+      this.completions = new Coalescer<>(MAX_COALESCED, inFlight, this::completeOne,
+          this::completeMany);
+    } else {
+      this.claims = null;
+      this.completions = null;
+    }
+  }
+
+  private Claim claimOnce(ClaimRequest request) {
+    return claims == null ? store.claim(request) : claims.call(request);
+  }
+
+  private Boolean completeOne(Completion c) {
+    try {
+      store.complete(c.key(), c.token(), c.outcome(), config.clock().instant(),
+          config.retention());
+      return true;
+    } catch (LeaseLostException e) {
+      return false;
+    }
+  }
+
+  private java.util.List<Boolean> completeMany(java.util.List<Completion> batch) {
+    java.util.Set<IdempotencyKey> lost = store.completeAll(batch, config.clock().instant(),
+        config.retention());
+    java.util.List<Boolean> stored = new java.util.ArrayList<>(batch.size());
+    for (Completion c : batch) {
+      stored.add(!lost.contains(c.key()));
+    }
+    return stored;
   }
 
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
@@ -75,7 +116,7 @@ public final class Execution {
 
   /** Claims, and while the original is in progress polls as the policy allows. */
   private Claim claim(IdempotencyKey key, Fingerprint fingerprint) {
-    Claim claim = store.claim(request(key, fingerprint));
+    Claim claim = claimOnce(request(key, fingerprint));
     if (!(claim instanceof Claim.InProgress) || !config.inProgress().waits()) {
       return claim;
     }
@@ -99,7 +140,7 @@ public final class Execution {
         return claim;
       }
       backoff = min(backoff.multipliedBy(2), config.inProgress().maxBackoff());
-      claim = store.claim(request(key, fingerprint));
+      claim = claimOnce(request(key, fingerprint));
     }
     return claim;
   }
@@ -209,7 +250,11 @@ public final class Execution {
   private void storeOutcome(IdempotencyKey key, long token, Outcome outcome) {
     for (int retry = 0; ; retry++) {
       try {
-        store.complete(key, token, outcome, config.clock().instant(), config.retention());
+        if (completions == null) {
+          store.complete(key, token, outcome, config.clock().instant(), config.retention());
+        } else if (!completions.call(new Completion(key, token, outcome))) {
+          throw new LeaseLostException(key, token);
+        }
         return;
       } catch (StoreUnavailableException e) {
         if (retry >= COMPLETION_RETRY_PAUSES.length || !pause(COMPLETION_RETRY_PAUSES[retry])) {

@@ -2,7 +2,6 @@ package dev.once.spi;
 
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
-import dev.once.internal.Checks;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;

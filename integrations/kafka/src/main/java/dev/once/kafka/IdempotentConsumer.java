@@ -4,7 +4,7 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.Once;
-import dev.once.internal.Checks;
+import dev.once.spi.Checks;
 import dev.once.kafka.internal.BatchProcessor;
 import dev.once.kafka.internal.RecordFingerprints;
 import dev.once.kafka.internal.Settings;

@@ -14,7 +14,7 @@ import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.StoreUnavailableException;
-import dev.once.internal.Checks;
+import dev.once.spi.Checks;
 import dev.once.servlet.internal.CachedBodyRequest;
 import dev.once.servlet.internal.CapturingResponse;
 import dev.once.servlet.internal.KeyHeader;

@@ -9,6 +9,7 @@ import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
+import dev.once.dynamodb.internal.Expressions;
 import dev.once.dynamodb.internal.RecordItems;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
@@ -226,6 +227,64 @@ class DynamoDbStoreTest {
       assertThat(item.get("fingerprint").b()).isEqualTo(SdkBytes.fromByteArray(FP.digest()));
       assertThat(item).doesNotContainKeys("outcome_body", "checkpoint_name", "last_error");
       assertThat(store.find(key).orElseThrow().key()).isEqualTo(key);
+    }
+
+    /**
+     * Items as the store has always written them (the attribute names and types of the record
+     * format, put here with the raw client): the claim's and the writes' expressions read and
+     * change them as before.
+     */
+    @Test
+    void itemsInTheRecordFormatAreReplayedRetriedAndTakenOver() {
+      clock.set(Instant.parse("2030-01-01T00:00:00Z"));
+      long now = 1_893_456_000_000_000L; // clock.instant() in epoch microseconds
+      IdempotencyKey completed = newKey();
+      IdempotencyKey failed = newKey();
+      IdempotencyKey abandoned = newKey();
+      putRecord(completed, "COMPLETED", 7, now + 60_000_000, Map.of(
+          "outcome_kind", AttributeValue.fromS("SUCCESS"),
+          "outcome_media_type", AttributeValue.fromS("text/plain"),
+          "outcome_body", AttributeValue.fromB(SdkBytes.fromByteArray(new byte[] {42}))));
+      putRecord(failed, "FAILED", 8, now - 1, Map.of(
+          "last_error", AttributeValue.fromS("timeout")));
+      putRecord(abandoned, "IN_PROGRESS", 9, now - 1, Map.of(
+          "checkpoint_name", AttributeValue.fromS("charged"),
+          "checkpoint_data", AttributeValue.fromB(SdkBytes.fromByteArray(new byte[] {1}))));
+
+      assertThat(store.claim(request(completed, FP))).isEqualTo(
+          new Claim.Replay(Outcome.success("text/plain", new byte[] {42}), 7));
+      Claim.Acquired retry = acquire(store, failed);
+      Claim.Acquired takeover = acquire(store, abandoned);
+
+      assertThat(retry.token()).isEqualTo(9);
+      assertThat(retry.attempt()).isEqualTo(2);
+      assertThat(takeover.token()).isEqualTo(10);
+      assertThat(takeover.takeover()).isTrue();
+      assertThat(takeover.checkpoint()).isEqualTo(Checkpoint.of("charged", new byte[] {1}));
+      store.complete(failed, retry.token(), Outcome.success("text/plain", new byte[] {2}),
+          clock.instant(), RETENTION);
+      assertThat(rawItem(store, "id", failed).get("status").s()).isEqualTo("COMPLETED");
+      assertThat(rawItem(store, "id", failed).get("outcome_body").b())
+          .isEqualTo(SdkBytes.fromByteArray(new byte[] {2}));
+    }
+
+    private void putRecord(IdempotencyKey key, String status, long token, long leaseUntil,
+        Map<String, AttributeValue> extra) {
+      long created = 1_893_455_000_000_000L;
+      long expires = created + RETENTION.toNanos() / 1000;
+      Map<String, AttributeValue> item = new java.util.HashMap<>(Map.of(
+          "id", AttributeValue.fromS(RecordItems.keyString(key)),
+          "status", AttributeValue.fromS(status),
+          "fingerprint", AttributeValue.fromB(SdkBytes.fromByteArray(FP.digest())),
+          "token", AttributeValue.fromN(Long.toString(token)),
+          "lease_until", AttributeValue.fromN(Long.toString(leaseUntil)),
+          "attempts", AttributeValue.fromN("1"),
+          "created_at", AttributeValue.fromN(Long.toString(created)),
+          "updated_at", AttributeValue.fromN(Long.toString(created)),
+          "expires_at", AttributeValue.fromN(Long.toString(expires)),
+          "ttl", AttributeValue.fromN(Long.toString(expires / 1_000_000 + 1))));
+      item.putAll(extra);
+      LOCAL.client().putItem(r -> r.tableName(store.table()).item(item));
     }
 
     @Test
@@ -640,7 +699,7 @@ class DynamoDbStoreTest {
     void anSdkRetryOfAnAppliedTakeoverAndOfAnAppliedFailureAreRecognised() {
       // Only the answer of the second write of a claim (the takeover, fenced on the old token).
       LostAnswers lostTakeovers = new LostAnswers(0,
-          r -> r.expressionAttributeValues().containsKey(":old_token"));
+          r -> r.expressionAttributeValues().containsKey(Expressions.value(":old_token")));
       LostAnswers lost = new LostAnswers(0);
       try (DynamoDbClient client = LOCAL.newClient(lostTakeovers, lost)) {
         DynamoDbStore s = DynamoDbStore.builder(client).table(store.table()).build();

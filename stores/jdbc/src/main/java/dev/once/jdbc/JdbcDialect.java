@@ -39,7 +39,10 @@ public enum JdbcDialect {
    * {@code IF NOT EXISTS}; version 2 adds the {@code claim_id} column to a table made by version 1
    * ({@code ADD COLUMN IF NOT EXISTS} on PostgreSQL and MariaDB; SQLite has no such clause, so
    * there the text is for a table without the column, and {@code createSchema()} checks first).
-   * Hand the versions to your migration tool (Flyway, Liquibase) if you prefer.
+   * PostgreSQL has a version 3: the {@code purge_after} column and its index replace the index on
+   * {@code expires_at}, so that a completion changes no indexed column and is a HOT update.
+   * Apply it to a table once (or let {@code createSchema()} apply what is missing); hand the
+   * versions to your migration tool (Flyway, Liquibase) if you prefer.
    *
    * @throws IllegalArgumentException if {@code table} is not a plain identifier
    */
@@ -59,11 +62,16 @@ public enum JdbcDialect {
   /**
    * The versioned classpath resources holding the DDL, oldest first, with {@code ${table}} (the
    * table name) and {@code ${name}} (its unqualified part) placeholders: {@code V1__once_records.sql}
-   * (the table and its indexes) and {@code V2__once_records_claim_id.sql} (the claim id column).
-   * Ship each as a migration of its own, in order.
+   * (the table and its indexes), {@code V2__once_records_claim_id.sql} (the claim id column) and,
+   * on PostgreSQL, {@code V3__once_records_purge_after.sql} (the expiry floor that lets
+   * completions be HOT updates). Ship each as a migration of its own, in order.
    */
   public List<String> schemaResources() {
     String dir = "dev/once/jdbc/schema/" + directory + "/";
+    if (this == POSTGRESQL) {
+      return List.of(dir + "V1__once_records.sql", dir + "V2__once_records_claim_id.sql",
+          dir + "V3__once_records_purge_after.sql");
+    }
     return List.of(dir + "V1__once_records.sql", dir + "V2__once_records_claim_id.sql");
   }
 

@@ -1,6 +1,6 @@
 package dev.once.redis;
 
-import dev.once.internal.Checks;
+import dev.once.spi.Checks;
 import java.time.Duration;
 import java.util.Objects;
 

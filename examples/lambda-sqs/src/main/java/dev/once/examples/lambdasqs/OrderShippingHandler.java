@@ -8,15 +8,14 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.once.FailurePolicy;
-import dev.once.Fingerprint;
-import dev.once.IdempotencyKey;
-import dev.once.InvalidKeyException;
 import dev.once.Once;
-import dev.once.OutcomeNotStoredException;
-import dev.once.ReplayedFailureException;
+import dev.once.batch.BatchExecutor;
+import dev.once.batch.BatchOutcome;
+import dev.once.batch.DeadLetter;
+import dev.once.batch.ItemResult;
 import dev.once.dynamodb.DynamoDbStore;
 import dev.once.jackson.CanonicalJson;
-import dev.once.jackson.JsonCodec;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,26 +26,30 @@ import software.amazon.awssdk.regions.Region;
 
 /**
  * An AWS Lambda handler for an SQS queue of orders: ships each order once, however often SQS
- * delivers its message, with Once on DynamoDB.
+ * delivers its message, with Once on DynamoDB. Each event batch is one run of core's batch engine
+ * ({@link BatchExecutor#process}), and the records that are not final become the partial batch
+ * response.
  *
  * <ul>
  *   <li><b>Key</b>: the message attribute {@value #KEY_ATTRIBUTE} if the producer set one, else
  *       the body's {@code orderId}. Never the SQS message id: a producer that sends again after a
- *       timeout makes a new message id for the same order. A message with neither is reported as
- *       failed (never hashed into a shared "null" key); the queue's redrive policy moves it to the
+ *       timeout makes a new message id for the same order. A message with neither (or not JSON) is
+ *       reported as failed, never shipped nor stored; the queue's redrive policy moves it to the
  *       dead-letter queue.
  *   <li><b>Fingerprint</b>: the canonical JSON of the body (field order does not matter). The same
  *       key with another body is misuse: reported as failed, never shipped.
  *   <li><b>Partial batch response</b> (enable {@code ReportBatchItemFailures} on the event source
- *       mapping): only the records that must come back are listed in {@code batchItemFailures}:
- *       retryable failures, and records whose key another invocation is still working on. Replays
- *       and terminal failures are done and deleted from the queue. On a FIFO queue, once a record
- *       fails, every later record of the batch is reported too, so that order is kept.
- *   <li><b>After shipping</b>: Once stores the receipt before {@code execute} returns; a receipt
- *       that cannot be stored (too large, not encodable) completes the key with a marker instead,
- *       and duplicates get {@link OutcomeNotStoredException}, which is done, not failed. Whatever
- *       fails later (building the response, logging, the invocation itself) at most makes SQS
- *       deliver the message again, and the redelivery replays without shipping.
+ *       mapping): the records that are not final are listed in {@code batchItemFailures}:
+ *       retryable failures, records whose key another invocation is still working on, reused or
+ *       missing keys. Shipped, replayed and rejected orders are final and deleted. On a FIFO queue
+ *       the batch is one ordering group: once a record is not final, every later record of the
+ *       batch is listed without being run (AWS's advice for FIFO partial batch responses).
+ *   <li><b>Rejected orders</b> ({@link Shipping.OrderRejectedException}, terminal): the failure is
+ *       stored in the Once table (that record, and the log line, are the dead letter), the message
+ *       is deleted, and duplicates replay the rejection without calling shipping again.
+ *   <li><b>After shipping</b>: the engine stores the outcome before the batch response is built;
+ *       whatever fails later (building the response, logging, the invocation itself) at most makes
+ *       SQS deliver the message again, and the redelivery replays without shipping.
  *   <li><b>Lease</b> ({@code ONCE_LEASE}, default 5 minutes): set it at least to the function's
  *       timeout, so a duplicate delivered while the first invocation still runs is answered "in
  *       progress" instead of running in parallel; a crashed invocation's claim is taken over
@@ -63,14 +66,14 @@ public final class OrderShippingHandler implements RequestHandler<SQSEvent, SQSB
   public static final String KEY_ATTRIBUTE = "idempotency-key";
   /** The scope of this consumer's keys in the table. */
   public static final String SCOPE = "orders.ship";
+  /** The ordering group of every record of a FIFO batch. */
+  private static final String FIFO_BATCH = "fifo-batch";
 
   private static final System.Logger LOG =
       System.getLogger(OrderShippingHandler.class.getName());
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final JsonCodec<ShipmentReceipt> RECEIPTS = JsonCodec.of(ShipmentReceipt.class);
 
-  private final Once once;
-  private final Shipping shipping;
+  private final BatchExecutor<SQSEvent.SQSMessage> executor;
 
   /** Lambda's entry point: a store and Once from the environment, built once per container. */
   public OrderShippingHandler() {
@@ -79,8 +82,21 @@ public final class OrderShippingHandler implements RequestHandler<SQSEvent, SQSB
 
   /** A handler over {@code once}; tests and other wirings use this. */
   public OrderShippingHandler(Once once, Shipping shipping) {
-    this.once = Objects.requireNonNull(once, "once");
-    this.shipping = Objects.requireNonNull(shipping, "shipping");
+    Objects.requireNonNull(once, "once");
+    Objects.requireNonNull(shipping, "shipping");
+    this.executor = BatchExecutor.<SQSEvent.SQSMessage>builder(once, (message, attempt) -> {
+          Order order = JSON.readValue(message.getBody(), Order.class);
+          ShipmentReceipt receipt = shipping.ship(order, attempt.key());
+          LOG.log(System.Logger.Level.INFO, "message {0}: order {1} shipped, tracking {2}",
+              message.getMessageId(), receipt.orderId(), receipt.trackingNumber());
+        })
+        .scope(SCOPE)
+        .key(OrderShippingHandler::keyOf)
+        .fingerprint(message -> CanonicalJson.fingerprint(body(message)))
+        .deadLetters(OrderShippingHandler::deadLetter)
+        .orderedBy(message -> isFifo(message) ? FIFO_BATCH : null)
+        .messageId(SQSEvent.SQSMessage::getMessageId)
+        .build();
   }
 
   /**
@@ -106,64 +122,52 @@ public final class OrderShippingHandler implements RequestHandler<SQSEvent, SQSB
   /** Handles a batch; {@code context} is not used. */
   @Override
   public SQSBatchResponse handleRequest(SQSEvent event, Context context) {
+    BatchOutcome<SQSEvent.SQSMessage> outcome = executor.process(event.getRecords());
     List<SQSBatchResponse.BatchItemFailure> failures = new ArrayList<>();
-    boolean failTheRest = false;
-    for (SQSEvent.SQSMessage message : event.getRecords()) {
-      if (failTheRest || !handle(message)) {
-        failures.add(new SQSBatchResponse.BatchItemFailure(message.getMessageId()));
-        failTheRest = isFifo(message);
+    for (ItemResult<SQSEvent.SQSMessage> item : outcome.items()) {
+      if (!item.isFinal()) {
+        // SQS delivers it again after the visibility timeout; a redelivery of anything whose
+        // outcome is stored replays, so listing too much never ships twice.
+        LOG.log(System.Logger.Level.WARNING, "message {0} will be retried: {1}{2}",
+            item.message().getMessageId(), item.status(),
+            item.failure() == null ? "" : " (" + item.failure() + ")");
+        failures.add(new SQSBatchResponse.BatchItemFailure(item.message().getMessageId()));
       }
     }
     return new SQSBatchResponse(failures);
   }
 
-  /** @return true if the message is done (shipped now or before, or rejected for good) */
-  private boolean handle(SQSEvent.SQSMessage message) {
+  /**
+   * A rejected order's dead letter is its stored failure (and this log line): accepted, so the
+   * failure is stored and the message deleted. Anything else given up on (a missing or reused key,
+   * retries used up) is refused, so it is listed and the queue's redrive policy moves it to the
+   * dead-letter queue after {@code maxReceiveCount} receives.
+   */
+  private static void deadLetter(DeadLetter<SQSEvent.SQSMessage> letter) {
+    if (letter.reason() != DeadLetter.Reason.TERMINAL_FAILURE) {
+      throw new IllegalStateException(letter.reason() + ": left to the queue's redrive policy");
+    }
+    LOG.log(System.Logger.Level.WARNING, "message {0}: order rejected ({1}); stored, dropped",
+        letter.message().getMessageId(), letter.exceptionMessage());
+  }
+
+  private static JsonNode body(SQSEvent.SQSMessage message) {
     try {
-      JsonNode body = JSON.readTree(message.getBody());
-      IdempotencyKey key = IdempotencyKey.of(SCOPE, keyOf(message, body));
-      Fingerprint fingerprint = CanonicalJson.fingerprint(body);
-      Order order = JSON.treeToValue(body, Order.class);
-      once.execute(key, fingerprint, RECEIPTS, attempt -> shipping.ship(order, attempt.key()));
-      return true;
-    } catch (ReplayedFailureException e) {
-      LOG.log(System.Logger.Level.INFO, "message {0}: order was rejected before ({1}); dropped",
-          message.getMessageId(), e.failureMessage());
-      return true;
-    } catch (OutcomeNotStoredException e) {
-      // Shipped before, but its receipt could not be stored (too large, or not encodable): the
-      // order is done. Reporting it would only bring it back until the DLQ took it.
-      LOG.log(System.Logger.Level.WARNING, "message {0}: order shipped before, receipt not kept"
-          + " ({1}); dropped", message.getMessageId(), e.reason());
-      return true;
-    } catch (Shipping.OrderRejectedException e) {
-      LOG.log(System.Logger.Level.WARNING, "message {0}: order rejected ({1}); stored, dropped",
-          message.getMessageId(), e.getMessage());
-      return true;
-    } catch (JsonProcessingException | InvalidKeyException e) {
-      LOG.log(System.Logger.Level.ERROR, "message {0} is malformed: {1}", message.getMessageId(),
-          e.getMessage());
-      return false;
-    } catch (RuntimeException e) {
-      // Retryable (the record is FAILED, the next delivery runs again), in progress elsewhere,
-      // a reused key, or the store unavailable: SQS delivers it again after the visibility timeout.
-      // Never a failure after shipping returned: Once stores the receipt (or, if it cannot be
-      // stored, a marker) before execute returns, so a redelivery replays and ships nothing.
-      LOG.log(System.Logger.Level.WARNING, "message {0} will be retried: {1}",
-          message.getMessageId(), e.toString());
-      return false;
+      return JSON.readTree(message.getBody());
+    } catch (JsonProcessingException e) {
+      throw new UncheckedIOException("message " + message.getMessageId() + " is not JSON", e);
     }
   }
 
-  private static String keyOf(SQSEvent.SQSMessage message, JsonNode body) {
+  /** The attribute, else the body's orderId; null (no key: never a shared "null" key) if none. */
+  private static String keyOf(SQSEvent.SQSMessage message) {
     Map<String, SQSEvent.MessageAttribute> attributes = message.getMessageAttributes();
     SQSEvent.MessageAttribute attribute = attributes == null ? null
         : attributes.get(KEY_ATTRIBUTE);
     if (attribute != null && attribute.getStringValue() != null) {
       return attribute.getStringValue();
     }
-    JsonNode orderId = body.get("orderId");
-    // null (no key at all) is refused by IdempotencyKey: never a shared "null" key.
+    JsonNode orderId = body(message).get("orderId");
     return orderId == null || !orderId.isTextual() ? null : orderId.asText();
   }
 

@@ -6,25 +6,14 @@ import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
- * The configured name of each {@link RecordAttribute}, and the placeholders expressions use for
- * them ({@code #status}, {@code #lease_until}: the attribute's enum name in lower case). Every
- * expression goes through placeholders, so configured names may be reserved words such as
- * {@code status} or {@code ttl}.
+ * The configured name of each {@link RecordAttribute}, and the readable placeholders the source's
+ * expressions use for them ({@code #status}, {@code #lease_until}: the attribute's enum name in
+ * lower case; {@link Expressions} sends them as one letter). Every expression goes through
+ * placeholders, so configured names may be reserved words such as {@code status} or {@code ttl}.
  */
 public final class AttributeNames {
-
-  private static final Pattern PLACEHOLDER = Pattern.compile("#[a-z_]+");
-  private static final Map<String, RecordAttribute> BY_PLACEHOLDER = new HashMap<>();
-
-  static {
-    for (RecordAttribute a : RecordAttribute.values()) {
-      BY_PLACEHOLDER.put(placeholder(a), a);
-    }
-  }
 
   private final EnumMap<RecordAttribute, String> names;
 
@@ -59,7 +48,7 @@ public final class AttributeNames {
     return name;
   }
 
-  /** The placeholder of an attribute, such as {@code #lease_until}. */
+  /** The readable placeholder of an attribute, such as {@code #lease_until}. */
   public static String placeholder(RecordAttribute attribute) {
     return "#" + attribute.name().toLowerCase(Locale.ROOT);
   }
@@ -67,25 +56,6 @@ public final class AttributeNames {
   /** The configured name of {@code attribute}. */
   public String get(RecordAttribute attribute) {
     return names.get(attribute);
-  }
-
-  /** The ExpressionAttributeNames for the placeholders used in {@code expressions} (only those). */
-  public Map<String, String> forExpressions(String... expressions) {
-    Map<String, String> used = new HashMap<>();
-    for (String expression : expressions) {
-      if (expression == null) {
-        continue;
-      }
-      Matcher m = PLACEHOLDER.matcher(expression);
-      while (m.find()) {
-        RecordAttribute a = BY_PLACEHOLDER.get(m.group());
-        if (a == null) {
-          throw new IllegalStateException("unknown placeholder " + m.group() + " in " + expression);
-        }
-        used.put(m.group(), names.get(a));
-      }
-    }
-    return used;
   }
 
   @Override

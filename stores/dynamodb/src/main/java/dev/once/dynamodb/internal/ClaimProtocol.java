@@ -6,13 +6,14 @@ import static dev.once.dynamodb.internal.RecordItems.s;
 
 import dev.once.StoreUnavailableException;
 import dev.once.dynamodb.RecordAttribute;
+import dev.once.dynamodb.internal.Expressions.Statement;
+import dev.once.dynamodb.internal.Expressions.Values;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
 import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Status;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
@@ -76,13 +77,17 @@ final class ClaimProtocol {
       + " #updated_at = :now, #expires_at = :expires_at, #ttl = :ttl";
 
   private final String table;
-  private final AttributeNames names;
   private final RecordItems items;
+  private final Statement fresh;
+  private final Statement retry;
+  private final Statement takeover;
 
   ClaimProtocol(String table, AttributeNames names, RecordItems items) {
     this.table = table;
-    this.names = names;
     this.items = items;
+    this.fresh = Statement.of(names, FRESH_CONDITION, FRESH_UPDATE);
+    this.retry = Statement.of(names, RETRY_CONDITION, RETAKE_UPDATE);
+    this.takeover = Statement.of(names, TAKEOVER_CONDITION, RETAKE_UPDATE);
   }
 
   /** Claims {@code request}, sending each write through {@code update}. */
@@ -159,23 +164,23 @@ final class ClaimProtocol {
 
   UpdateItemRequest freshRequest(ClaimRequest request) {
     long expiresAt = EpochMicros.of(request.expiresAt());
-    Map<String, AttributeValue> values = new HashMap<>();
-    values.put(":now", n(EpochMicros.of(request.now())));
-    values.put(":in_progress", s(Status.IN_PROGRESS.name()));
-    values.put(":fingerprint", b(request.fingerprint().digest()));
-    values.put(":token_base", n(ClaimRules.firstToken(request.now()) - 1));
-    values.put(":one", n(1));
-    values.put(":claim_id", n(request.claimId()));
-    values.put(":lease_until", n(EpochMicros.of(request.leaseUntil())));
-    values.put(":expires_at", n(expiresAt));
-    values.put(":ttl", n(Ttl.seconds(expiresAt)));
+    Values values = new Values()
+        .put(":now", n(EpochMicros.of(request.now())))
+        .put(":in_progress", s(Status.IN_PROGRESS.name()))
+        .put(":fingerprint", b(request.fingerprint().digest()))
+        .put(":token_base", n(ClaimRules.firstToken(request.now()) - 1))
+        .put(":one", n(1))
+        .put(":claim_id", n(request.claimId()))
+        .put(":lease_until", n(EpochMicros.of(request.leaseUntil())))
+        .put(":expires_at", n(expiresAt))
+        .put(":ttl", n(Ttl.seconds(expiresAt)));
     return UpdateItemRequest.builder()
         .tableName(table)
         .key(items.primaryKey(request.key()))
-        .conditionExpression(FRESH_CONDITION)
-        .updateExpression(FRESH_UPDATE)
-        .expressionAttributeNames(names.forExpressions(FRESH_CONDITION, FRESH_UPDATE))
-        .expressionAttributeValues(values)
+        .conditionExpression(fresh.condition())
+        .updateExpression(fresh.update())
+        .expressionAttributeNames(fresh.names())
+        .expressionAttributeValues(values.map())
         .returnValues(ReturnValue.UPDATED_NEW)
         .returnValuesOnConditionCheckFailure(ReturnValuesOnConditionCheckFailure.ALL_OLD)
         .build();
@@ -183,29 +188,29 @@ final class ClaimProtocol {
 
   private UpdateItemRequest retakeRequest(ClaimRequest request, IdempotencyRecord current,
       IdempotencyRecord next) {
-    boolean takeover = current.status() == Status.IN_PROGRESS;
-    String condition = takeover ? TAKEOVER_CONDITION : RETRY_CONDITION;
+    boolean isTakeover = current.status() == Status.IN_PROGRESS;
+    Statement statement = isTakeover ? takeover : retry;
     long expiresAt = EpochMicros.of(next.expiresAt());
-    Map<String, AttributeValue> values = new HashMap<>();
-    values.put(":now", n(EpochMicros.of(request.now())));
-    values.put(":old_token", n(current.token()));
-    values.put(":in_progress", s(Status.IN_PROGRESS.name()));
-    if (!takeover) {
+    Values values = new Values()
+        .put(":now", n(EpochMicros.of(request.now())))
+        .put(":old_token", n(current.token()))
+        .put(":in_progress", s(Status.IN_PROGRESS.name()))
+        .put(":token", n(next.token()))
+        .put(":lease_until", n(EpochMicros.of(next.leaseUntil())))
+        .put(":attempts", n(next.attempts()))
+        .put(":claim_id", n(request.claimId()))
+        .put(":expires_at", n(expiresAt))
+        .put(":ttl", n(Ttl.seconds(expiresAt)));
+    if (!isTakeover) {
       values.put(":failed", s(Status.FAILED.name()));
     }
-    values.put(":token", n(next.token()));
-    values.put(":lease_until", n(EpochMicros.of(next.leaseUntil())));
-    values.put(":attempts", n(next.attempts()));
-    values.put(":claim_id", n(request.claimId()));
-    values.put(":expires_at", n(expiresAt));
-    values.put(":ttl", n(Ttl.seconds(expiresAt)));
     return UpdateItemRequest.builder()
         .tableName(table)
         .key(items.primaryKey(request.key()))
-        .conditionExpression(condition)
-        .updateExpression(RETAKE_UPDATE)
-        .expressionAttributeNames(names.forExpressions(condition, RETAKE_UPDATE))
-        .expressionAttributeValues(values)
+        .conditionExpression(statement.condition())
+        .updateExpression(statement.update())
+        .expressionAttributeNames(statement.names())
+        .expressionAttributeValues(values.map())
         .returnValues(ReturnValue.ALL_NEW)
         .returnValuesOnConditionCheckFailure(ReturnValuesOnConditionCheckFailure.ALL_OLD)
         .build();

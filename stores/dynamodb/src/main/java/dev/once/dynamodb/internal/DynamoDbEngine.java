@@ -10,7 +10,9 @@ import dev.once.LeaseLostException;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
 import dev.once.dynamodb.RecordAttribute;
-import dev.once.internal.Checks;
+import dev.once.dynamodb.internal.Expressions.Statement;
+import dev.once.dynamodb.internal.Expressions.Values;
+import dev.once.spi.Checks;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
@@ -22,7 +24,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -88,6 +89,15 @@ public final class DynamoDbEngine {
   private final RecordItems items;
   private final ClaimProtocol protocol;
   private final int maxPayloadBytes;
+  private final Statement complete;
+  private final Statement failure;
+  private final Statement extend;
+  private final Statement extendPush;
+  private final Statement checkpoint;
+  private final Statement reap;
+  private final Statement purge;
+  private final Statement reapScan;
+  private final Statement purgeScan;
 
   /**
    * @param asyncClient         for {@link #claimAll}, or null to claim a batch one by one
@@ -103,6 +113,16 @@ public final class DynamoDbEngine {
     this.items = new RecordItems(names, table);
     this.protocol = new ClaimProtocol(table, names, items);
     this.maxPayloadBytes = maxPayloadBytes;
+    this.complete = Statement.of(names, OWNED, COMPLETE_UPDATE);
+    this.failure = Statement.of(names, FAIL_CONDITION, FAIL_UPDATE);
+    this.extend = Statement.of(names, EXTEND_CONDITION, EXTEND_UPDATE);
+    this.extendPush = Statement.of(names, EXTEND_PUSH_CONDITION, EXTEND_PUSH_UPDATE);
+    this.checkpoint = Statement.of(names, OWNED, CHECKPOINT_UPDATE);
+    this.reap = Statement.of(names, REAP_CONDITION, REAP_UPDATE);
+    this.purge = Statement.of(names, PURGE_CONDITION, null);
+    // A scan's filter and projection (in the condition and update slots).
+    this.reapScan = Statement.of(names, REAP_FILTER, SCAN_PROJECTION);
+    this.purgeScan = Statement.of(names, PURGE_FILTER, SCAN_PROJECTION);
   }
 
   // --- claims ------------------------------------------------------------------------------------
@@ -245,16 +265,16 @@ public final class DynamoDbEngine {
       throw new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes);
     }
     long expiresAt = EpochMicros.plus(now, retention);
-    Map<String, AttributeValue> values = owned(token);
-    values.put(":completed", s(Status.COMPLETED.name()));
-    values.put(":kind", s(outcome.kind().name()));
-    values.put(":media_type", s(outcome.mediaType()));
-    values.put(":body", b(outcome.body()));
-    values.put(":now", n(EpochMicros.of(now)));
-    values.put(":expires_at", n(expiresAt));
-    values.put(":ttl", n(Ttl.seconds(expiresAt)));
+    Values values = owned(token)
+        .put(":completed", s(Status.COMPLETED.name()))
+        .put(":kind", s(outcome.kind().name()))
+        .put(":media_type", s(outcome.mediaType()))
+        .put(":body", b(outcome.body()))
+        .put(":now", n(EpochMicros.of(now)))
+        .put(":expires_at", n(expiresAt))
+        .put(":ttl", n(Ttl.seconds(expiresAt)));
     try {
-      client.updateItem(update(key, OWNED, COMPLETE_UPDATE, values, true));
+      client.updateItem(update(key, complete, values, true));
     } catch (ConditionalCheckFailedException e) {
       // Acknowledged if this very completion was applied before (an SDK retry whose first answer
       // was lost, or the caller repeating it): decided from the item the failure returned.
@@ -280,14 +300,14 @@ public final class DynamoDbEngine {
     String kept = error.length() > MAX_ERROR_CHARS ? error.substring(0, MAX_ERROR_CHARS) : error;
     long expiresAt = EpochMicros.plus(now, retention);
     for (int round = 0; round < MAX_WRITE_ROUNDS; round++) {
-      Map<String, AttributeValue> values = owned(token);
-      values.put(":failed", s(Status.FAILED.name()));
-      values.put(":error", s(kept));
-      values.put(":now", n(EpochMicros.of(now)));
-      values.put(":expires_at", n(expiresAt));
-      values.put(":ttl", n(Ttl.seconds(expiresAt)));
+      Values values = owned(token)
+          .put(":failed", s(Status.FAILED.name()))
+          .put(":error", s(kept))
+          .put(":now", n(EpochMicros.of(now)))
+          .put(":expires_at", n(expiresAt))
+          .put(":ttl", n(Ttl.seconds(expiresAt)));
       try {
-        client.updateItem(update(key, FAIL_CONDITION, FAIL_UPDATE, values, true));
+        client.updateItem(update(key, failure, values, true));
         return;
       } catch (ConditionalCheckFailedException e) {
         Map<String, AttributeValue> old = ownedItem(e, token);
@@ -314,16 +334,14 @@ public final class DynamoDbEngine {
     long leaseUntil = EpochMicros.plus(now, lease);
     boolean push = false;
     for (int round = 0; round < MAX_WRITE_ROUNDS; round++) {
-      Map<String, AttributeValue> values = owned(token);
-      values.put(":lease_until", n(leaseUntil));
-      values.put(":now", n(EpochMicros.of(now)));
+      Values values = owned(token)
+          .put(":lease_until", n(leaseUntil))
+          .put(":now", n(EpochMicros.of(now)));
       if (push) {
         values.put(":ttl", n(Ttl.seconds(leaseUntil)));
       }
       try {
-        client.updateItem(push
-            ? update(key, EXTEND_PUSH_CONDITION, EXTEND_PUSH_UPDATE, values, true)
-            : update(key, EXTEND_CONDITION, EXTEND_UPDATE, values, true));
+        client.updateItem(update(key, push ? extendPush : extend, values, true));
         return EpochMicros.toInstant(leaseUntil);
       } catch (ConditionalCheckFailedException e) {
         Map<String, AttributeValue> old = ownedItem(e, token);
@@ -346,12 +364,12 @@ public final class DynamoDbEngine {
       throw new PayloadTooLargeException("checkpoint " + checkpoint.name() + " of " + key,
           checkpoint.size(), maxPayloadBytes);
     }
-    Map<String, AttributeValue> values = owned(token);
-    values.put(":name", s(checkpoint.name()));
-    values.put(":data", b(checkpoint.data()));
-    values.put(":now", n(EpochMicros.of(now)));
+    Values values = owned(token)
+        .put(":name", s(checkpoint.name()))
+        .put(":data", b(checkpoint.data()))
+        .put(":now", n(EpochMicros.of(now)));
     try {
-      client.updateItem(update(key, OWNED, CHECKPOINT_UPDATE, values, false));
+      client.updateItem(update(key, this.checkpoint, values, false));
     } catch (ConditionalCheckFailedException e) {
       throw new LeaseLostException(key, token);
     } catch (RuntimeException e) {
@@ -380,16 +398,16 @@ public final class DynamoDbEngine {
     Objects.requireNonNull(now, "now");
     Checks.positive(limit, "limit");
     long nowMicros = EpochMicros.of(now);
-    return scanAndApply(PURGE_FILTER, nowMicros, limit, item -> {
-      Map<String, AttributeValue> values = new HashMap<>();
-      values.put(":token", item.get(names.get(RecordAttribute.TOKEN)));
-      values.put(":now", n(nowMicros));
+    return scanAndApply(purgeScan, nowMicros, limit, item -> {
+      Values values = new Values()
+          .put(":token", item.get(names.get(RecordAttribute.TOKEN)))
+          .put(":now", n(nowMicros));
       client.deleteItem(DeleteItemRequest.builder()
           .tableName(table)
           .key(Map.of(names.get(RecordAttribute.KEY), item.get(names.get(RecordAttribute.KEY))))
-          .conditionExpression(PURGE_CONDITION)
-          .expressionAttributeNames(names.forExpressions(PURGE_CONDITION))
-          .expressionAttributeValues(values)
+          .conditionExpression(purge.condition())
+          .expressionAttributeNames(purge.names())
+          .expressionAttributeValues(values.map())
           .build());
     }, "purgeExpired");
   }
@@ -402,29 +420,28 @@ public final class DynamoDbEngine {
     Objects.requireNonNull(now, "now");
     Checks.positive(limit, "limit");
     long nowMicros = EpochMicros.of(now);
-    return scanAndApply(REAP_FILTER, nowMicros, limit, item -> {
-      Map<String, AttributeValue> values = new HashMap<>();
-      values.put(":token", item.get(names.get(RecordAttribute.TOKEN)));
-      values.put(":in_progress", s(Status.IN_PROGRESS.name()));
-      values.put(":failed", s(Status.FAILED.name()));
-      values.put(":error", s("lease expired"));
-      values.put(":now", n(nowMicros));
+    return scanAndApply(reapScan, nowMicros, limit, item -> {
+      Values values = new Values()
+          .put(":token", item.get(names.get(RecordAttribute.TOKEN)))
+          .put(":in_progress", s(Status.IN_PROGRESS.name()))
+          .put(":failed", s(Status.FAILED.name()))
+          .put(":error", s("lease expired"))
+          .put(":now", n(nowMicros));
       client.updateItem(UpdateItemRequest.builder()
           .tableName(table)
           .key(Map.of(names.get(RecordAttribute.KEY), item.get(names.get(RecordAttribute.KEY))))
-          .conditionExpression(REAP_CONDITION)
-          .updateExpression(REAP_UPDATE)
-          .expressionAttributeNames(names.forExpressions(REAP_CONDITION, REAP_UPDATE))
-          .expressionAttributeValues(values)
+          .conditionExpression(reap.condition())
+          .updateExpression(reap.update())
+          .expressionAttributeNames(reap.names())
+          .expressionAttributeValues(values.map())
           .build());
     }, "reapExpiredLeases");
   }
 
-  private int scanAndApply(String filter, long nowMicros, int limit,
+  private int scanAndApply(Statement scan, long nowMicros, int limit,
       java.util.function.Consumer<Map<String, AttributeValue>> change, String operation) {
-    Map<String, AttributeValue> values = new HashMap<>();
-    values.put(":now", n(nowMicros));
-    if (filter.contains(":in_progress")) {
+    Values values = new Values().put(":now", n(nowMicros));
+    if (scan == reapScan) {
       values.put(":in_progress", s(Status.IN_PROGRESS.name()));
     }
     int changed = 0;
@@ -436,10 +453,10 @@ public final class DynamoDbEngine {
         ScanResponse page = client.scan(ScanRequest.builder()
             .tableName(table)
             .consistentRead(true)
-            .filterExpression(filter)
-            .projectionExpression(SCAN_PROJECTION)
-            .expressionAttributeNames(names.forExpressions(filter, SCAN_PROJECTION))
-            .expressionAttributeValues(values)
+            .filterExpression(scan.condition())
+            .projectionExpression(scan.update())
+            .expressionAttributeNames(scan.names())
+            .expressionAttributeValues(values.map())
             .limit(SCAN_PAGE)
             .exclusiveStartKey(start)
             .build());
@@ -478,11 +495,10 @@ public final class DynamoDbEngine {
     }
   }
 
-  private static Map<String, AttributeValue> owned(long token) {
-    Map<String, AttributeValue> values = new HashMap<>();
-    values.put(":token", n(token));
-    values.put(":in_progress", s(Status.IN_PROGRESS.name()));
-    return values;
+  private static Values owned(long token) {
+    return new Values()
+        .put(":token", n(token))
+        .put(":in_progress", s(Status.IN_PROGRESS.name()));
   }
 
   /** The record a failed write returned, if {@code token} still owns it; else null. */
@@ -513,15 +529,15 @@ public final class DynamoDbEngine {
     }
   }
 
-  private UpdateItemRequest update(IdempotencyKey key, String condition, String update,
-      Map<String, AttributeValue> values, boolean returnOld) {
+  private UpdateItemRequest update(IdempotencyKey key, Statement statement, Values values,
+      boolean returnOld) {
     UpdateItemRequest.Builder b = UpdateItemRequest.builder()
         .tableName(table)
         .key(items.primaryKey(key))
-        .conditionExpression(condition)
-        .updateExpression(update)
-        .expressionAttributeNames(names.forExpressions(condition, update))
-        .expressionAttributeValues(values);
+        .conditionExpression(statement.condition())
+        .updateExpression(statement.update())
+        .expressionAttributeNames(statement.names())
+        .expressionAttributeValues(values.map());
     if (returnOld) {
       b.returnValuesOnConditionCheckFailure(ReturnValuesOnConditionCheckFailure.ALL_OLD);
     }

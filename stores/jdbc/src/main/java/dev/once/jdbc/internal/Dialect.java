@@ -29,6 +29,12 @@ public abstract class Dialect {
 
   final JdbcDialect kind;
   final TableName table;
+  /**
+   * Whether the table keeps {@code purge_after}, a lower bound of {@code expires_at} that purging
+   * finds rows by (PostgreSQL, schema version 3): every write that sets {@code expires_at} lowers
+   * it when needed ({@code LEAST}), so the usual completion leaves every indexed column alone.
+   */
+  final boolean expiryFloor;
   final String findSql;
   final String lockSql;
   final String insertSql;
@@ -41,19 +47,22 @@ public abstract class Dialect {
   final String completedAtSql;
   private final String[] replaceSql = new String[4];
 
-  Dialect(JdbcDialect kind, TableName table) {
+  Dialect(JdbcDialect kind, TableName table, boolean expiryFloor) {
     this.kind = kind;
     this.table = table;
+    this.expiryFloor = expiryFloor;
     String t = table.qualified();
     String byKey = " WHERE scope = ? AND tenant = ? AND idem_key = ?";
     findSql = "SELECT " + Rows.COLUMNS + " FROM " + t + byKey;
     lockSql = findSql + lockSuffix();
-    insertSql = "INSERT INTO " + t + " (" + Rows.COLUMNS + ") VALUES ("
-        + "?, ".repeat(Rows.COUNT - 1) + "?)" + insertSuffix();
+    insertSql = "INSERT INTO " + t + " (" + Rows.COLUMNS + (expiryFloor ? ", purge_after" : "")
+        + ") VALUES (" + "?, ".repeat(Rows.COUNT - (expiryFloor ? 0 : 1)) + "?)" + insertSuffix();
+    String failExpiry = greatest() + "(?, lease_until)";
     completeSql = "UPDATE " + t + " SET status = 'COMPLETED', outcome_kind = ?,"
-        + " outcome_media_type = ?, outcome_body = ?, updated_at = ?, expires_at = ?" + OWNED;
+        + " outcome_media_type = ?, outcome_body = ?, updated_at = ?, expires_at = ?"
+        + lowerFloor("?") + OWNED;
     failSql = "UPDATE " + t + " SET status = 'FAILED', last_error = ?, updated_at = ?,"
-        + " expires_at = " + greatest() + "(?, lease_until)" + OWNED;
+        + " expires_at = " + failExpiry + lowerFloor(failExpiry) + OWNED;
     extendSql = "UPDATE " + t + " SET lease_until = ?, updated_at = ?,"
         + " expires_at = " + greatest() + "(expires_at, ?)" + OWNED;
     checkpointSql = "UPDATE " + t + " SET checkpoint_name = ?, checkpoint_data = ?, updated_at = ?"
@@ -64,7 +73,8 @@ public abstract class Dialect {
     for (int variant = 0; variant < 4; variant++) {
       StringBuilder sql = new StringBuilder("UPDATE ").append(t).append(" SET status = ?,"
           + " fingerprint = ?, token = ?, lease_until = ?, attempts = ?, last_error = ?,"
-          + " created_at = ?, updated_at = ?, expires_at = ?, claim_id = ?");
+          + " created_at = ?, updated_at = ?, expires_at = ?, claim_id = ?"
+          + (expiryFloor ? ", purge_after = ?" : ""));
       if ((variant & 1) != 0) {
         sql.append(", checkpoint_name = ?, checkpoint_data = ?");
       }
@@ -73,6 +83,37 @@ public abstract class Dialect {
       }
       replaceSql[variant] = sql.append(byKey).append(" AND token = ?").toString();
     }
+  }
+
+  /**
+   * The SET item that keeps {@code purge_after <= expires_at} when {@code expires_at} becomes
+   * {@code expiry} (a SQL expression of parameters and old column values), or nothing where the
+   * table has no floor. It leaves the value as it is unless the new expiry is lower, and an UPDATE
+   * that leaves an indexed column's value as it was can still be a HOT update.
+   */
+  private String lowerFloor(String expiry) {
+    return expiryFloor ? ", purge_after = LEAST(purge_after, " + expiry + ")" : "";
+  }
+
+  /**
+   * Binds a write's new expiry at {@code i}: once, or twice where {@link #expiryFloor} puts it in
+   * {@link #lowerFloor} too. Returns the next index.
+   */
+  final int bindExpiry(PreparedStatement ps, int i, long expiresAtMicros) throws SQLException {
+    ps.setLong(i++, expiresAtMicros);
+    if (expiryFloor) {
+      ps.setLong(i++, expiresAtMicros);
+    }
+    return i;
+  }
+
+  /** Binds {@link #insertSql}'s columns for {@code fresh} from {@code i}; returns the next index. */
+  final int bindInsert(PreparedStatement ps, int i, IdempotencyRecord fresh) throws SQLException {
+    i = Rows.bindAll(ps, i, fresh);
+    if (expiryFloor) {
+      ps.setLong(i++, EpochMicros.of(fresh.expiresAt())); // a new record's floor: its expiry
+    }
+    return i;
   }
 
   /** Which database this is. */
@@ -122,6 +163,11 @@ public abstract class Dialect {
       ps.setLong(i++, EpochMicros.of(next.updatedAt()));
       ps.setLong(i++, EpochMicros.of(next.expiresAt()));
       ps.setLong(i++, next.claimId());
+      if (expiryFloor) {
+        // The successor's own expiry: never later than any expiry it will be written with, as
+        // it only grows (extend) or is lowered with the floor (complete, fail).
+        ps.setLong(i++, EpochMicros.of(next.expiresAt()));
+      }
       if (checkpointChanged) {
         i = Rows.bindCheckpoint(ps, i, next);
       }
@@ -158,7 +204,7 @@ public abstract class Dialect {
         for (Completion completion : sorted) {
           int i = Rows.bindOutcome(ps, 1, completion.outcome());
           ps.setLong(i++, nowMicros);
-          ps.setLong(i++, expiresAtMicros);
+          i = bindExpiry(ps, i, expiresAtMicros);
           i = Rows.bindKey(ps, i, completion.key());
           ps.setLong(i, completion.token());
           ps.addBatch();
@@ -227,7 +273,7 @@ public abstract class Dialect {
    */
   boolean insertIfAbsent(Connection c, IdempotencyRecord fresh) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(insertSql)) {
-      Rows.bindAll(ps, 1, fresh);
+      bindInsert(ps, 1, fresh);
       return ps.executeUpdate() == 1;
     }
   }
@@ -410,14 +456,32 @@ public abstract class Dialect {
     boolean missingColumn = message.contains("does not exist") // PostgreSQL, 42703
         || message.contains("unknown column") // MariaDB/MySQL, 1054
         || message.contains("no such column") || message.contains("has no column named"); // SQLite
-    if (!missingColumn || !message.contains(CLAIM_ID)) {
+    if (!missingColumn) {
       return null;
     }
-    List<String> resources = kind.schemaResources();
-    return "the table " + table + " has no column " + CLAIM_ID + ": it was created by an earlier"
-        + " version of once-jdbc. Upgrade it once: call JdbcStore.createSchema() (idempotent), or"
-        + " apply " + resources.get(1) + " (" + String.join("; ", statements(resources.get(1)))
-        + ") with your migrations";
+    List<String> columns = upgradeColumns();
+    for (int v = 0; v < columns.size(); v++) {
+      if (!message.contains(columns.get(v))) {
+        continue;
+      }
+      // The column came with version v + 2: that version and every later one are missing.
+      List<String> resources = kind.schemaResources();
+      List<String> upgrades = resources.subList(v + 1, resources.size());
+      StringBuilder apply = new StringBuilder();
+      for (String resource : upgrades) {
+        apply.append(apply.length() == 0 ? "" : ", then ").append(resource).append(" (")
+            .append(String.join("; ", statements(resource))).append(')');
+      }
+      return "the table " + table + " has no column " + columns.get(v) + ": it was created by an"
+          + " earlier version of once-jdbc. Upgrade it once: call JdbcStore.createSchema()"
+          + " (idempotent), or apply " + apply + " with your migrations";
+    }
+    return null;
+  }
+
+  /** The columns later schema versions added, by version: the first came with version 2. */
+  List<String> upgradeColumns() {
+    return List.of(CLAIM_ID);
   }
 
   /**

@@ -240,8 +240,7 @@ public final class JdbcEngine {
     fenced("complete", key, token, dialect.completeSql, ps -> {
       int i = Rows.bindOutcome(ps, 1, outcome);
       ps.setLong(i++, at);
-      ps.setLong(i++, expiresAt);
-      return i;
+      return dialect.bindExpiry(ps, i, expiresAt);
     }, r -> r.isCompletedAs(token, outcome));
   }
 
@@ -281,8 +280,7 @@ public final class JdbcEngine {
     fenced("fail", key, token, dialect.failSql, ps -> {
       ps.setString(1, error);
       ps.setLong(2, at);
-      ps.setLong(3, expiresAt);
-      return 4;
+      return dialect.bindExpiry(ps, 3, expiresAt);
     }, r -> r.isFailedAs(token, error));
   }
 

@@ -27,7 +27,7 @@ final class MariaDbDialect extends Dialect {
   private final String reapSql;
 
   MariaDbDialect(TableName table) {
-    super(JdbcDialect.MARIADB, table);
+    super(JdbcDialect.MARIADB, table, false);
     String t = table.qualified();
     purgeSql = "DELETE FROM " + t + " WHERE expires_at <= ? ORDER BY expires_at LIMIT ?";
     reapSql = "UPDATE " + t + " SET status = 'FAILED', last_error = 'lease expired',"

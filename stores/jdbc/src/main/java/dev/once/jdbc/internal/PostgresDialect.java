@@ -32,9 +32,10 @@ final class PostgresDialect extends Dialect {
   private final String completeAllSql;
   private final String purgeSql;
   private final String reapSql;
+  private final String backfillSql;
 
   PostgresDialect(TableName table) {
-    super(JdbcDialect.POSTGRESQL, table);
+    super(JdbcDialect.POSTGRESQL, table, true);
     String t = table.qualified();
     // One round trip for a new key and for most duplicates: the CTE inserts unless the key
     // exists; the outer query reads the committed row in the statement's snapshot (it never sees
@@ -45,9 +46,9 @@ final class PostgresDialect extends Dialect {
         + " FROM (VALUES (1)) AS one (x) LEFT JOIN " + t + " r"
         + " ON r.scope = ? AND r.tenant = ? AND r.idem_key = ?";
     insertAllSql = "INSERT INTO " + t + " (scope, tenant, idem_key, status, fingerprint, token,"
-        + " lease_until, attempts, created_at, updated_at, expires_at, claim_id)"
+        + " lease_until, attempts, created_at, updated_at, expires_at, claim_id, purge_after)"
         + " SELECT u.scope, u.tenant, u.idem_key, 'IN_PROGRESS', u.fingerprint, u.token,"
-        + " u.lease_until, 1, u.created_at, u.created_at, u.expires_at, u.claim_id"
+        + " u.lease_until, 1, u.created_at, u.created_at, u.expires_at, u.claim_id, u.expires_at"
         + " FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::int8[], ?::int8[],"
         + " ?::int8[], ?::int8[], ?::int8[])"
         + " AS u(scope, tenant, idem_key, fingerprint, token, lease_until, created_at, expires_at,"
@@ -62,16 +63,22 @@ final class PostgresDialect extends Dialect {
     // its own token; RETURNING names the ones that were, the rest lost their lease.
     completeAllSql = "UPDATE " + t + " AS r SET status = 'COMPLETED', outcome_kind = v.kind,"
         + " outcome_media_type = v.media_type, outcome_body = v.body, updated_at = ?,"
-        + " expires_at = ?"
+        + " expires_at = ?, purge_after = LEAST(r.purge_after, ?)"
         + " FROM unnest(?::text[], ?::text[], ?::text[], ?::int8[], ?::text[], ?::text[],"
         + " ?::bytea[]) AS v(scope, tenant, idem_key, token, kind, media_type, body)"
         + " WHERE r.scope = v.scope AND r.tenant = v.tenant AND r.idem_key = v.idem_key"
         + " AND r.token = v.token AND r.status = 'IN_PROGRESS'"
         + " RETURNING r.scope, r.tenant, r.idem_key";
-    // SKIP LOCKED: a row locked by a claim is being decided right now; purge it next time.
+    // Candidates in purge_after order (its B-tree, schema version 3): purge_after <= expires_at,
+    // so every expired row is one, and the batch stops at its limit. SKIP LOCKED: a row locked by
+    // a claim is being decided right now; purge it next time.
     purgeSql = "DELETE FROM " + t + " WHERE (scope, tenant, idem_key) IN"
-        + " (SELECT scope, tenant, idem_key FROM " + t + " WHERE expires_at <= ?"
-        + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED) AND expires_at <= ?";
+        + " (SELECT scope, tenant, idem_key FROM " + t + " WHERE purge_after <= ?"
+        + " AND expires_at <= ? ORDER BY purge_after LIMIT ? FOR UPDATE SKIP LOCKED)"
+        + " AND expires_at <= ?";
+    backfillSql = "UPDATE " + t + " SET purge_after = expires_at"
+        + " WHERE (scope, tenant, idem_key) IN (SELECT scope, tenant, idem_key FROM " + t
+        + " WHERE purge_after = 0 LIMIT ? FOR UPDATE SKIP LOCKED) AND purge_after = 0";
     reapSql = "UPDATE " + t + " SET status = 'FAILED', last_error = 'lease expired', updated_at = ?"
         + " WHERE (scope, tenant, idem_key) IN"
         + " (SELECT scope, tenant, idem_key FROM " + t
@@ -117,9 +124,59 @@ final class PostgresDialect extends Dialect {
     }
   }
 
+  // --------------------------------------------------------------------------------------------
+  // schema
+
+  /** The column schema version 3 added. */
+  static final String PURGE_AFTER = "purge_after";
+
+  /** Rows of an upgraded table given their floor per transaction: short row locks, small WAL. */
+  static final int BACKFILL_BATCH = 5_000;
+
+  @Override
+  List<String> upgradeColumns() {
+    return List.of(CLAIM_ID, PURGE_AFTER);
+  }
+
+  /**
+   * Version 1 only for a table that does not exist yet (on an upgraded table it would build again
+   * the expiry index that version 3 dropped), then each later version the table lacks, then the
+   * floor of rows written before version 3. A table that is up to date costs a few catalog reads
+   * and one index probe.
+   */
+  @Override
+  void createSchema(Connection c) throws SQLException {
+    List<String> resources = kind.schemaResources();
+    if (!exists(c, table.qualified())) {
+      execute(c, statements(resources.get(0)));
+    }
+    if (!hasColumn(c, CLAIM_ID)) {
+      addColumn(c, statements(resources.get(1)));
+    }
+    if (!hasColumn(c, PURGE_AFTER) || !exists(c, table.qualified() + "_purge_idx")
+        || exists(c, table.qualified() + "_expires_idx")) {
+      execute(c, statements(resources.get(2))); // each statement IF [NOT] EXISTS
+    }
+    // Rows written before version 3 (or by an older store still running) have purge_after 0:
+    // purged all the same, but every purge passes them over until they expire.
+    while (execute(c, backfillSql, BACKFILL_BATCH) == BACKFILL_BATCH) {
+      // another batch
+    }
+  }
+
+  /** Whether the relation {@code name} exists, resolved as the store's SQL resolves it. */
+  private static boolean exists(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT to_regclass(?) IS NOT NULL")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() && rs.getBoolean(1);
+      }
+    }
+  }
+
   @Override
   int purge(Connection c, long nowMicros, int limit) throws SQLException {
-    return execute(c, purgeSql, nowMicros, limit, nowMicros);
+    return execute(c, purgeSql, nowMicros, nowMicros, limit, nowMicros);
   }
 
   @Override
@@ -168,13 +225,14 @@ final class PostgresDialect extends Dialect {
     try (PreparedStatement ps = c.prepareStatement(completeAllSql)) {
       ps.setLong(1, nowMicros);
       ps.setLong(2, expiresAtMicros);
-      ps.setArray(3, c.createArrayOf("text", scopes));
-      ps.setArray(4, c.createArrayOf("text", tenants));
-      ps.setArray(5, c.createArrayOf("text", keys));
-      ps.setArray(6, c.createArrayOf("int8", tokens));
-      ps.setArray(7, c.createArrayOf("text", kinds));
-      ps.setArray(8, c.createArrayOf("text", mediaTypes));
-      ps.setArray(9, c.createArrayOf("bytea", bodies));
+      ps.setLong(3, expiresAtMicros);
+      ps.setArray(4, c.createArrayOf("text", scopes));
+      ps.setArray(5, c.createArrayOf("text", tenants));
+      ps.setArray(6, c.createArrayOf("text", keys));
+      ps.setArray(7, c.createArrayOf("int8", tokens));
+      ps.setArray(8, c.createArrayOf("text", kinds));
+      ps.setArray(9, c.createArrayOf("text", mediaTypes));
+      ps.setArray(10, c.createArrayOf("bytea", bodies));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           lost.remove(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));

@@ -21,7 +21,7 @@ final class SqliteDialect extends Dialect {
   private final String reapSql;
 
   SqliteDialect(TableName table) {
-    super(JdbcDialect.SQLITE, table);
+    super(JdbcDialect.SQLITE, table, false);
     String t = table.qualified();
     purgeSql = "DELETE FROM " + t + " WHERE rowid IN (SELECT rowid FROM " + t
         + " WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)";

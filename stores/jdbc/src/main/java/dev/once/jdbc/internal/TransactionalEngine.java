@@ -9,7 +9,6 @@ import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
-import dev.once.internal.Execution;
 import dev.once.jdbc.Transaction;
 import dev.once.jdbc.TransactionalWork;
 import dev.once.spi.Claim;
@@ -76,6 +75,8 @@ public final class TransactionalEngine {
   private final TxSql sql;
   private final Settings settings;
   private final boolean terminalPossible;
+  /** The user's listener, guarded (a throwing listener is logged and ignored), or null. */
+  private final OnceListener listener;
 
   public TransactionalEngine(JdbcEngine engine, Settings settings) {
     this.dataSource = engine.dataSource();
@@ -85,6 +86,7 @@ public final class TransactionalEngine {
     // Without terminal rules no failure is terminal: then no savepoint after
     // the claim is needed, which saves a round trip where it cannot ride along.
     this.terminalPossible = settings.failurePolicy().hasTerminalRules();
+    this.listener = settings.listener() == null ? null : OnceListener.guarded(settings.listener());
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -172,7 +174,7 @@ public final class TransactionalEngine {
     }
     if (!(claim instanceof Claim.Acquired acquired)) {
       s.endUnchanged(key);
-      return Execution.answer(key, claim, codec, settings.clock(), settings.listener());
+      return claim.answer(key, codec, settings.clock(), listener);
     }
 
     long token = acquired.token();
@@ -183,7 +185,7 @@ public final class TransactionalEngine {
       value = work.run(new Tx(s.c, key, token));
     } catch (Throwable failure) {
       recordFailure(s, key, token, failure);
-      throw Execution.rethrow(failure);
+      throw TransactionalEngine.<RuntimeException>sneak(failure);
     }
 
     Outcome outcome = encodeOrMarker(s, key, token, codec, value);
@@ -515,13 +517,24 @@ public final class TransactionalEngine {
   }
 
   private void storeCall(String operation, long startedNanos, boolean ok) {
-    if (settings.listener() != null) {
+    if (listener != null) {
       Duration elapsed = Duration.ofNanos(System.nanoTime() - startedNanos);
       notify(l -> l.onStoreCall(operation, elapsed, ok));
     }
   }
 
   private void notify(Consumer<OnceListener> event) {
-    Execution.notify(settings.listener(), event);
+    if (listener != null) {
+      event.accept(listener);
+    }
+  }
+
+  /**
+   * Rethrows what the work threw, unwrapped: only its declared {@code X}, unchecked exceptions
+   * and errors arrive here, so the caller's {@code throws X} stays truthful.
+   */
+  @SuppressWarnings("unchecked")
+  private static <E extends Throwable> E sneak(Throwable t) throws E {
+    throw (E) t;
   }
 }

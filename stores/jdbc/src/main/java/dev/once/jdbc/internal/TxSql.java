@@ -162,11 +162,11 @@ abstract class TxSql {
     return rows;
   }
 
-  static void bindComplete(PreparedStatement ps, IdempotencyKey key, long token, Outcome outcome,
+  void bindComplete(PreparedStatement ps, IdempotencyKey key, long token, Outcome outcome,
       long at, long expiresAt) throws SQLException {
     int i = Rows.bindOutcome(ps, 1, outcome);
     ps.setLong(i++, at);
-    ps.setLong(i++, expiresAt);
+    i = dialect.bindExpiry(ps, i, expiresAt);
     i = Rows.bindKey(ps, i, key);
     ps.setLong(i, token);
   }
@@ -226,7 +226,7 @@ abstract class TxSql {
       String sql = claimSql[(before != null ? 1 : 0) | (after != null ? 2 : 0)];
       IdempotencyRecord seen;
       try (PreparedStatement ps = c.prepareStatement(sql)) {
-        Rows.bindKey(ps, Rows.bindAll(ps, 1, fresh), fresh.key());
+        Rows.bindKey(ps, dialect.bindInsert(ps, 1, fresh), fresh.key());
         try (ResultSet rs = secondResultSet(ps)) {
           if (!rs.next()) {
             throw new SQLException("the claim statement returned no row");
@@ -365,10 +365,10 @@ abstract class TxSql {
       return new First(false, dialect.read(c, fresh.key()));
     }
 
-    private static boolean insert(Connection c, String sql, IdempotencyRecord fresh)
+    private boolean insert(Connection c, String sql, IdempotencyRecord fresh)
         throws SQLException {
       try (PreparedStatement ps = c.prepareStatement(sql)) {
-        Rows.bindAll(ps, 1, fresh);
+        dialect.bindInsert(ps, 1, fresh);
         return ps.executeUpdate() == 1;
       } catch (SQLException e) {
         if (e.getErrorCode() == 1062) {

@@ -1,26 +1,25 @@
-package dev.once.kafka.internal;
+package dev.once.internal;
 
 import dev.once.Once;
 import dev.once.Scheduler;
-import dev.once.internal.AttemptImpl;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The claims a {@link BatchProcessor} holds (acquired, and neither stored nor released) and the
+ * The claims a {@link BatchEngine} holds (acquired, and neither stored nor released) and the
  * one heartbeat that keeps all of them alive: every third of the lease it extends each of them,
- * through core's {@link AttemptImpl#heartbeat()} (which logs and tells the listener about a failed
+ * through {@link AttemptImpl#heartbeat()} (which logs and tells the listener about a failed
  * beat or a lost lease). A claim is held from the batch claim on, so a record waiting its turn in
  * a slow batch keeps its lease as well as the one being handled. Without a heartbeat scheduler in
- * the {@code Once} there is no beat; the processor then checks each lease just before its handler
+ * the {@code Once} there is no beat; the engine then checks each lease just before its handler
  * runs ({@link AttemptImpl#ensureLease()}). Not API.
  */
 final class Leases {
 
   private final Scheduler scheduler;
   private final Duration period;
-  /** Runs first at every beat (the processor retries the outcomes it could not store). */
+  /** Runs first at every beat (the engine retries the outcomes it could not store). */
   private final Runnable beforeBeat;
   private final Set<AttemptImpl> held = ConcurrentHashMap.newKeySet();
   /** The heartbeat: runs while anything is held, ends at the first beat after. Guarded by this. */

@@ -1,11 +1,12 @@
-package dev.once.internal;
+package dev.once.spi;
 
 import java.time.Duration;
 import java.util.Objects;
 
 /**
- * Argument checks shared by the builders of every module, so each setting is refused with the same
- * words. Public for other modules; not API.
+ * Argument checks for the builders of stores and integrations, so that every module refuses a bad
+ * setting with the same words and at the moment it is set: {@code IllegalArgumentException} naming
+ * the setting and the value given, {@code NullPointerException} naming it when null.
  */
 public final class Checks {
 

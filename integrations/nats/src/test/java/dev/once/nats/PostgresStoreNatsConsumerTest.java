@@ -1,0 +1,17 @@
+package dev.once.nats;
+
+import dev.once.spi.IdempotencyStore;
+
+/** The NATS consumer contract on PostgreSQL ({@code once-jdbc}); effects are rows of a table. */
+class PostgresStoreNatsConsumerTest extends IdempotentNatsConsumerContract {
+
+  @Override
+  protected IdempotencyStore store() {
+    return Postgres.STORE;
+  }
+
+  @Override
+  protected Effects newEffects() {
+    return new TableEffects(Postgres.DATA_SOURCE);
+  }
+}

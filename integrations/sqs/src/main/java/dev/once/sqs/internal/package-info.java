@@ -1,0 +1,2 @@
+/** Implementation of the idempotent SQS consumer. Not API: may change in any release. */
+package dev.once.sqs.internal;

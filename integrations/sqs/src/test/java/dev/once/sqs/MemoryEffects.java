@@ -1,0 +1,37 @@
+package dev.once.sqs;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Effects in this JVM's memory. */
+final class MemoryEffects implements Effects {
+
+  private final List<String[]> log = new ArrayList<>();
+
+  @Override
+  public synchronized void record(String eventId, String group) {
+    log.add(new String[] {eventId, group});
+  }
+
+  @Override
+  public synchronized Map<String, Integer> counts() {
+    Map<String, Integer> counts = new HashMap<>();
+    for (String[] e : log) {
+      counts.merge(e[0], 1, Integer::sum);
+    }
+    return counts;
+  }
+
+  @Override
+  public synchronized List<String> sequence(String group) {
+    List<String> out = new ArrayList<>();
+    for (String[] e : log) {
+      if (e[1].equals(group)) {
+        out.add(e[0]);
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,31 @@
+-- Once idempotency records, PostgreSQL (version 3): completions become HOT updates.
+-- ${table} is replaced by the configured table name, ${name} by its unqualified part.
+--
+-- Before PostgreSQL 16 an UPDATE that changes any indexed column is never a HOT update: it writes
+-- the new row version wherever there is room and adds an entry to every index. The completion
+-- sets expires_at, which version 1 indexed (BRIN) for purgeExpired, so no completion was HOT.
+-- Purging now finds its candidates by purge_after instead, a column no completion changes.
+--
+-- purge_after: a lower bound of expires_at. A claim that writes a record sets it to the record's
+-- expiry (claim time + retention); a completion or failure leaves it unless it moves expires_at
+-- below it (a shorter retention, an earlier clock), and then lowers it to expires_at. purgeExpired
+-- takes rows with purge_after <= now in index order and deletes those with expires_at <= now.
+-- Rows written before this version get 0, which is always a lower bound (they stay correct, only
+-- every purge passes them over until they expire); createSchema() sets them to expires_at in
+-- batches of 5,000 afterwards. With a migration tool, do the same after this script, e.g. repeat
+--   UPDATE ${table} SET purge_after = expires_at WHERE (scope, tenant, idem_key) IN (SELECT scope,
+--   tenant, idem_key FROM ${table} WHERE purge_after = 0 LIMIT 5000 FOR UPDATE SKIP LOCKED)
+-- until it updates no row.
+--
+-- The constant default adds the column without rewriting a row (PostgreSQL 11 on); ALTER TABLE
+-- holds an ACCESS EXCLUSIVE lock for that instant. CREATE INDEX blocks writes while it reads the
+-- table: on a large table create ${name}_purge_idx first with CREATE INDEX CONCURRENTLY (this script
+-- then skips it), or run this script at a quiet time. DROP INDEX takes the table's lock briefly.
+ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS purge_after bigint NOT NULL DEFAULT 0;
+-- A B-tree: purgeExpired reads the oldest floors in order and stops after its batch, whatever the
+-- physical order of the rows (a BRIN index is only as good as the order rows were written in, and
+-- slots freed by a purge are filled by newer rows). The value grows with the claim time, so every
+-- claim inserts at the right edge of the index; no completion touches it.
+CREATE INDEX IF NOT EXISTS ${name}_purge_idx ON ${table} (purge_after);
+-- The index version 1 made on expires_at: it blocks HOT completions, and nothing reads it now.
+DROP INDEX IF EXISTS ${table}_expires_idx;
