@@ -87,6 +87,12 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  *       connection): {@code HSETNX}, then on a duplicate {@code HGET}.
  * </ul>
  *
+ * <p>Each round also prints the CPU time per operation of this JVM and of the server's processes
+ * (the embedded PostgreSQL's postmaster and its children; the private {@code redis-server}), as
+ * total (JVM + server) microseconds. Other tenants of the machine do not count in it, so on a
+ * shared machine its ratios are steadier than those of throughput, and once the machine's cores
+ * are busy (64 callers on 2 cores) throughput follows its inverse.
+ *
  * <pre>
  * java -cp benchmarks/target/benchmarks.jar dev.once.benchmarks.PeersBenchmark
  * </pre>
@@ -117,7 +123,7 @@ public final class PeersBenchmark {
     void apply(int thread, long n) throws Exception;
   }
 
-  /** One side of a workload: what it does, and how it records the keys its duplicates hit. */
+  /** One side of a workload: its name, whether it is Once, and its operation. */
   record Side(String name, boolean once, Op op) {}
 
   /** A store and the sides measured on it. */
@@ -129,6 +135,9 @@ public final class PeersBenchmark {
 
     /** The sides for duplicates; records {@code keys} keys per side first. */
     List<Side> duplicates(int threads, List<Integer> coalesce, int keys) throws Exception;
+
+    /** The server's processes, whose CPU time counts with this JVM's. */
+    List<ProcessHandle> server() throws Exception;
   }
 
   public static void main(String[] args) throws Exception {
@@ -156,7 +165,7 @@ public final class PeersBenchmark {
                 : target.duplicates(threads, c, keys);
             String title = target.name() + ", " + threads + " thread" + (threads == 1 ? "" : "s")
                 + ", " + (workload.equals("new") ? "new keys" : "duplicates");
-            summary.addAll(run(title, sides, threads, rounds, seconds));
+            summary.addAll(run(title, sides, threads, rounds, seconds, target.server()));
           }
         }
       }
@@ -170,30 +179,42 @@ public final class PeersBenchmark {
   // --- measuring -----------------------------------------------------------------------------------
 
   private static List<String> run(String title, List<Side> sides, int threads, int rounds,
-      double seconds) throws Exception {
-    System.out.printf(Locale.ROOT, "%n%s (ops/s)%n%-8s %-6s", title, "round", "load");
+      double seconds, List<ProcessHandle> server) throws Exception {
+    System.out.printf(Locale.ROOT, "%n%s (ops/s; then CPU µs per op: total (this JVM + the server))%n"
+        + "%-8s %-6s", title, "round", "load");
     for (Side s : sides) {
       System.out.printf(Locale.ROOT, " %17s", s.name());
     }
     System.out.println();
     double[][] scores = new double[rounds][sides.size()];
+    double[][] cpu = new double[rounds][sides.size()];
     long[][] next = new long[sides.size()][threads];
     for (int round = -1; round < rounds; round++) {
       String loadNow = load();
       double[] row = new double[sides.size()];
+      double[] cpuRow = new double[sides.size()];
+      String[] cpuText = new String[sides.size()];
       int first = Math.floorMod(round, sides.size());
       for (int k = 0; k < sides.size(); k++) {
         int i = (first + k) % sides.size();
-        row[i] = measure(threads, seconds, sides.get(i).op(), next[i]);
+        double[] m = measure(threads, seconds, sides.get(i).op(), next[i], server);
+        row[i] = m[0];
+        cpuRow[i] = m[1];
+        cpuText[i] = String.format(Locale.ROOT, "%.0f (%.0f+%.0f)", m[1], m[2], m[3]);
       }
-      System.out.printf(Locale.ROOT, "%-8s %-6s", round < 0 ? "warm-up" : Integer.toString(round + 1),
-          loadNow);
+      String label = round < 0 ? "warm-up" : Integer.toString(round + 1);
+      System.out.printf(Locale.ROOT, "%-8s %-6s", label, loadNow);
       for (double r : row) {
         System.out.printf(Locale.ROOT, " %,17.0f", r);
+      }
+      System.out.printf(Locale.ROOT, "%n%-8s %-6s", "  µs/op", "");
+      for (String c : cpuText) {
+        System.out.printf(Locale.ROOT, " %17s", c);
       }
       System.out.println();
       if (round >= 0) {
         scores[round] = row;
+        cpu[round] = cpuRow;
       }
     }
     // Per-round ratios of every Once side against every other side.
@@ -216,8 +237,14 @@ public final class PeersBenchmark {
         }
         double[] sorted = ratios.clone();
         Arrays.sort(sorted);
-        line.append(String.format(Locale.ROOT, " | / %s %.2fx [%.2f, %.2f] (%s)", sides.get(p).name(),
-            sorted[rounds / 2], sorted[0], sorted[rounds - 1], perRound));
+        double[] cpuRatios = new double[rounds];
+        for (int r = 0; r < rounds; r++) {
+          cpuRatios[r] = cpu[r][o] / cpu[r][p];
+        }
+        Arrays.sort(cpuRatios);
+        line.append(String.format(Locale.ROOT, " | / %s %.2fx [%.2f, %.2f] (%s), CPU/op %.2fx",
+            sides.get(p).name(), sorted[rounds / 2], sorted[0], sorted[rounds - 1], perRound,
+            cpuRatios[rounds / 2]));
       }
       System.out.println(line);
       lines.add(line.toString());
@@ -225,9 +252,13 @@ public final class PeersBenchmark {
     return lines;
   }
 
-  /** Operations per second of {@code op} on {@code threads} threads for {@code seconds}. */
-  private static double measure(int threads, double seconds, Op op, long[] next)
-      throws Exception {
+  /**
+   * Operations per second of {@code op} on {@code threads} threads for {@code seconds}, and the
+   * CPU time per operation of this JVM and the {@code server}'s processes together (other tenants
+   * of the machine do not count in it).
+   */
+  private static double[] measure(int threads, double seconds, Op op, long[] next,
+      List<ProcessHandle> server) throws Exception {
     AtomicBoolean stop = new AtomicBoolean();
     long[] counts = new long[threads];
     CountDownLatch started = new CountDownLatch(threads);
@@ -251,6 +282,8 @@ public final class PeersBenchmark {
         }));
       }
       started.await();
+      long jvmBefore = cpu(ProcessHandle.current());
+      long serverBefore = cpuNanos(server);
       long begin = System.nanoTime();
       go.countDown();
       Thread.sleep((long) (seconds * 1000));
@@ -259,7 +292,10 @@ public final class PeersBenchmark {
         f.get();
       }
       double elapsed = (System.nanoTime() - begin) / 1e9;
-      return Arrays.stream(counts).sum() / elapsed;
+      long ops = Arrays.stream(counts).sum();
+      double jvm = (cpu(ProcessHandle.current()) - jvmBefore) / 1e3 / ops;
+      double serverCpu = (cpuNanos(server) - serverBefore) / 1e3 / ops;
+      return new double[] {ops / elapsed, jvm + serverCpu, jvm, serverCpu};
     } finally {
       pool.shutdownNow();
     }
@@ -293,6 +329,19 @@ public final class PeersBenchmark {
     x *= 0xBF58476D1CE4E5B9L;
     x ^= x >>> 29;
     return (int) Long.remainderUnsigned(x, keys);
+  }
+
+  /** CPU time so far of {@code server}'s processes (gone ones no longer count). */
+  private static long cpuNanos(List<ProcessHandle> server) {
+    long total = 0;
+    for (ProcessHandle p : server) {
+      total += cpu(p);
+    }
+    return total;
+  }
+
+  private static long cpu(ProcessHandle p) {
+    return p.info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
   }
 
   private static String load() {
@@ -426,6 +475,26 @@ public final class PeersBenchmark {
     @Override
     public String name() {
       return "PostgreSQL";
+    }
+
+    /** The postmaster and every process it started (backends, WAL writer, checkpointer...). */
+    @Override
+    public List<ProcessHandle> server() throws SQLException {
+      if (embedded == null) {
+        return List.of(); // a server elsewhere: only this JVM's CPU is counted
+      }
+      long backend;
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
+        rs.next();
+        backend = rs.getLong(1);
+      }
+      ProcessHandle postmaster = ProcessHandle.of(backend).flatMap(ProcessHandle::parent)
+          .orElseThrow();
+      List<ProcessHandle> all = new ArrayList<>();
+      all.add(postmaster);
+      postmaster.children().forEach(all::add);
+      return all;
     }
 
     /** A key prefix no earlier workload used. */
@@ -592,6 +661,14 @@ public final class PeersBenchmark {
     @Override
     public String name() {
       return "Redis";
+    }
+
+    @Override
+    public List<ProcessHandle> server() {
+      long pid = Long.parseLong(raw.sync().info("server").lines()
+          .filter(l -> l.startsWith("process_id:")).findFirst().orElseThrow()
+          .substring("process_id:".length()).trim());
+      return List.of(ProcessHandle.of(pid).orElseThrow());
     }
 
     private String prefix(String side) {

@@ -36,22 +36,28 @@ import org.postgresql.ds.PGSimpleDataSource;
  * <ul>
  *   <li>{@code index}: lease mode's two writes per new key (the claim's {@code INSERT … ON
  *       CONFLICT DO NOTHING}, the completion's conditional {@code UPDATE}, each in autocommit),
- *       as the store sends them, on tables laid out in several ways: as V1+V2 shipped (BRIN on
- *       {@code expires_at}, which the completion changes: never a HOT update before PostgreSQL 16),
- *       without an expiry index, with an expiry floor {@code purge_after} that the completion leaves
- *       alone (BRIN or B-tree), with fillfactor 90, and as shipped now ({@code createSchema()}).
+ *       as the store sends them, on tables laid out in several ways: {@code v2} as V1+V2 shipped
+ *       (BRIN on {@code expires_at}, which the completion changes: never a HOT update before
+ *       PostgreSQL 16), {@code no-expiry} without an expiry index, {@code floor-*} with an expiry
+ *       floor {@code purge_after} that the completion leaves alone (BRIN or B-tree, fillfactor 100
+ *       or 90), and {@code v3} as {@code createSchema()} makes it now (when the jar has V3).
  *       Throughput per caller count, then the HOT share of the updates from
- *       {@code pg_stat_user_tables}.
+ *       {@code pg_stat_user_tables} and the table's size.
  *   <li>{@code purge}: {@code purgeExpired}'s statement for each layout on a filled table: a call
  *       that finds nothing, and batches of 1,000 with half the table expired.
  *   <li>{@code claim}: lease mode's claim, new keys (claim + completion) and replays (claim of a
- *       completed key): today's two statements (insert, then a read on conflict), one statement
- *       (insert and a read of the existing row gated on the insert finding it), the same ungated,
- *       and read-first. Round trips per operation are counted.
+ *       completed key): {@code insert-first} (the insert, then a read on conflict: V2's only order,
+ *       and the store's while new keys dominate), one statement that inserts and reads
+ *       ({@code cte-gated}: the read only when the insert found the key; {@code cte-ungated};
+ *       {@code cte-read-first}: the read, and the insert only if nothing was seen), and
+ *       {@code read-first} (a plain read, the insert only if nothing was seen: the store's order
+ *       while duplicates dominate). Round trips per operation are counted.
  *   <li>{@code tx}: transactional mode in a transaction of its own, new keys and duplicates:
- *       today's claim batch (lock timeout saved and set, insert-or-read, restored: three
- *       statements, one round trip) plus a {@code ROLLBACK} for a duplicate; the same folded into
- *       one statement; and a read in autocommit first.
+ *       {@code batch-of-three} (V2: lock timeout saved and set, insert-or-read, restored: three
+ *       statements in one round trip, and a {@code ROLLBACK} for a duplicate), {@code one-statement}
+ *       (the same folded into one statement, as the store sends it now), {@code cte-read-first},
+ *       and {@code read-first} (a plain read in autocommit before any transaction: the store's
+ *       order while duplicates dominate).
  * </ul>
  *
  * <pre>
@@ -62,7 +68,9 @@ import org.postgresql.ds.PGSimpleDataSource;
  * database as postgres), {@code once.bench.sections} (default {@code index,purge,claim,tx}),
  * {@code once.bench.callers} (default {@code 1,8,64}), {@code once.bench.rounds} (3),
  * {@code once.bench.seconds} (3, measured per variant and round), {@code once.bench.warmup} (1),
- * {@code once.bench.layouts} (the index section's layouts), {@code once.bench.purgeRows} (200000),
+ * {@code once.bench.layouts} (the index section's layouts), {@code once.bench.claimVariants} and
+ * {@code once.bench.txVariants} (the claim and tx sections' variants, first is the baseline),
+ * {@code once.bench.purgeRows} (200000),
  * {@code once.bench.synchronousCommit} ({@code off} takes the commit's flush out of the measured
  * sessions, to compare what the statements cost the server on a machine whose disk is busy).
  * Tables are created with a run id in their names and dropped at the end.
@@ -607,31 +615,38 @@ public final class PostgresSchemaBenchmark {
     for (Layout layout : layouts) {
       for (boolean ordered : layout == Layout.FLOOR_BRIN ? new boolean[] {true, false}
           : layout == Layout.NO_EXPIRY ? new boolean[] {false} : new boolean[] {true}) {
-      Table t = create(layout, "pg_" + layout.name().toLowerCase(Locale.ROOT) + (ordered ? "" : "_u"));
-      long base = nowMicros();
-      try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
-        // Rows in insertion order, one per 10 ms of claim time, completed 5 ms after their claim;
-        // a tenth of them from a scope that keeps its records 7 days (the rest: 24 h).
-        s.execute("INSERT INTO " + t.name() + " (" + COLUMNS + (t.floor() ? ", purge_after" : "")
-            + ") SELECT 'bench', 't', 'k' || g, 'COMPLETED', decode(repeat('07', 32), 'hex'),"
-            + " g, c + 30000000, 1, NULL, NULL, 'SUCCESS', 'text/plain', '\\x7b7d'::bytea, NULL,"
-            + " c, c + 5000, c + 5000 + r, 0" + (t.floor() ? ", c + r" : "")
-            + " FROM (SELECT g, " + base + " + g * 10000 AS c,"
-            + " CASE WHEN g % 10 = 0 THEN 7 ELSE 1 END * " + RETENTION + " AS r"
-            + " FROM generate_series(1, " + PURGE_ROWS + ") g) AS x");
-        s.execute("VACUUM ANALYZE " + t.name());
-      }
-      {
+        Table t = create(layout, "pg_" + layout.name().toLowerCase(Locale.ROOT)
+            + (ordered ? "" : "_u"));
+        fillForPurge(t);
         String sql = purgeSql(t, ordered);
         // Nothing expired: the instant before the first row's expiry.
-        double nothing = timePurge(sql, base + RETENTION, 1000, 20)[0];
+        double nothing = timePurge(sql, purgeBase + RETENTION, 1000, 20)[0];
         // Half the short-retention rows expired (20 batches delete 20,000 of them).
-        long half = base + (long) (PURGE_ROWS / 2) * 10000 + RETENTION;
+        long half = purgeBase + (long) (PURGE_ROWS / 2) * 10000 + RETENTION;
         double[] batch = timePurge(sql, half, 1000, 20);
         System.out.printf(Locale.ROOT, "%-28s %14.2f %14.2f %16.0f%n",
             layout.label() + (ordered ? "" : " (unordered)"), nothing, batch[0], batch[1]);
       }
-      }
+    }
+  }
+
+  private static long purgeBase;
+
+  /**
+   * Rows in insertion order, one per 10 ms of claim time, completed 5 ms after their claim; a
+   * tenth of them from a scope that keeps its records 7 days (the rest: 24 h).
+   */
+  static void fillForPurge(Table t) throws SQLException {
+    purgeBase = nowMicros() / 1_000_000 * 1_000_000;
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute("INSERT INTO " + t.name() + " (" + COLUMNS + (t.floor() ? ", purge_after" : "")
+          + ") SELECT 'bench', 't', 'k' || g, 'COMPLETED', decode(repeat('07', 32), 'hex'),"
+          + " g, c + 30000000, 1, NULL, NULL, 'SUCCESS', 'text/plain', '\\x7b7d'::bytea, NULL,"
+          + " c, c + 5000, c + 5000 + r, 0" + (t.floor() ? ", c + r" : "")
+          + " FROM (SELECT g, " + purgeBase + " + g * 10000 AS c,"
+          + " CASE WHEN g % 10 = 0 THEN 7 ELSE 1 END * " + RETENTION + " AS r"
+          + " FROM generate_series(1, " + PURGE_ROWS + ") g) AS x");
+      s.execute("VACUUM ANALYZE " + t.name());
     }
   }
 
@@ -682,8 +697,8 @@ public final class PostgresSchemaBenchmark {
     for (int n : CALLERS) {
       Layout layout = JdbcDialect.POSTGRESQL.schemaResources().size() >= 3 ? Layout.V3
           : Layout.FLOOR_BTREE;
-      List<String> names = List.of("two-statements", "one-statement-gated",
-          "one-statement-ungated", "one-statement-read-first", "read-first");
+      List<String> names = list(System.getProperty("once.bench.claimVariants",
+          "insert-first,cte-gated,cte-ungated,cte-read-first,read-first"));
       List<Variant> fresh = new ArrayList<>();
       for (String name : names) {
         Table t = create(layout, "cl" + n + "_" + name.replace('-', '_'));
@@ -736,7 +751,7 @@ public final class PostgresSchemaBenchmark {
       throws SQLException {
     Connection c = caller.c;
     switch (variant) {
-      case "two-statements": {
+      case "insert-first": {
         try (PreparedStatement ps = c.prepareStatement(insertSql(t))) {
           bindFresh(ps, t, key, now);
           caller.trips++;
@@ -746,12 +761,12 @@ public final class PostgresSchemaBenchmark {
         }
         return !seen(readExisting(caller, t, key), key);
       }
-      case "one-statement-gated":
-      case "one-statement-ungated":
-      case "one-statement-read-first": {
-        boolean readFirst = variant.equals("one-statement-read-first");
+      case "cte-gated":
+      case "cte-ungated":
+      case "cte-read-first": {
+        boolean readFirst = variant.equals("cte-read-first");
         String sql = readFirst ? readOrInsertSql(t, false)
-            : insertOrReadSql(t, variant.equals("one-statement-gated"));
+            : insertOrReadSql(t, variant.equals("cte-gated"));
         try (PreparedStatement ps = c.prepareStatement(sql)) {
           if (readFirst) {
             bindFresh(ps, bindKey(ps, 1, key), t, key, now);
@@ -888,8 +903,8 @@ public final class PostgresSchemaBenchmark {
     for (int n : CALLERS) {
       Layout layout = JdbcDialect.POSTGRESQL.schemaResources().size() >= 3 ? Layout.V3
           : Layout.FLOOR_BTREE;
-      List<String> names = List.of("batch-of-three", "one-statement",
-          "one-statement-read-first", "read-first");
+      List<String> names = list(System.getProperty("once.bench.txVariants",
+          "batch-of-three,one-statement,cte-read-first,read-first"));
       List<Variant> fresh = new ArrayList<>();
       for (String name : names) {
         Table t = create(layout, "tx" + n + "_" + name.replace('-', '_'));
@@ -935,7 +950,7 @@ public final class PostgresSchemaBenchmark {
     c.setAutoCommit(false);
     try {
       boolean inserted;
-      boolean readFirst = variant.equals("one-statement-read-first");
+      boolean readFirst = variant.equals("cte-read-first");
       String sql = variant.equals("batch-of-three")
           ? SET_TIMEOUT + "; " + insertOrReadSql(t, false) + "; " + RESTORE_TIMEOUT
           : readFirst ? readOrInsertSql(t, true) : foldedClaimSql(t);
@@ -974,9 +989,10 @@ public final class PostgresSchemaBenchmark {
   }
 
   /**
-   * Transactional mode's claim as one statement: the lock timeout saved and set by a filter on
-   * the inserted row (so before the insert can wait), the insert-or-read, and the timeout
-   * restored by a step that reads the insert's result (so after it).
+   * Transactional mode's claim as one statement, as the store sends it: the lock timeout saved
+   * and set by a step the inserted row is joined with (so before the insert can wait), the insert,
+   * the timeout restored by a step that reads the insert's result (so after it), and the existing
+   * row read only if the insert found the key.
    */
   static String foldedClaimSql(Table t) {
     String n = t.name();

@@ -186,11 +186,7 @@ public final class BatchExecutor<M> {
 
     /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
     public Builder<M> retryBackoff(Duration initial, Duration max) {
-      Checks.positive(initial, "initial");
-      Checks.positive(max, "max");
-      if (max.compareTo(initial) < 0) {
-        throw new IllegalArgumentException("max backoff " + max + " is below initial " + initial);
-      }
+      Checks.backoff(initial, max);
       this.initialBackoff = initial;
       this.maxBackoff = max;
       return this;

@@ -30,7 +30,6 @@ final class Coalescer<Q, R> {
   private final Function<Q, R> single;
   private final Function<List<Q>, List<R>> batch;
   private final ReentrantLock lock = new ReentrantLock();
-  private final Condition finished = lock.newCondition();
   private final ArrayDeque<Pending<Q, R>> queue = new ArrayDeque<>();
   /** How many leaders are calling the store. Guarded by {@link #lock}. */
   private int calling;
@@ -50,13 +49,14 @@ final class Coalescer<Q, R> {
 
   /** The answer to {@code request}, from a call it shares with the requests queued with it. */
   R call(Q request) {
-    Pending<Q, R> mine = new Pending<>(request);
     lock.lock();
     try {
+      Pending<Q, R> mine = new Pending<>(request, lock.newCondition());
       queue.add(mine);
       while (!mine.done) {
         if (calling >= parallelism || queue.isEmpty()) {
-          finished.awaitUninterruptibly();
+          // Woken only when answered, or to lead the next call: not by every call that ends.
+          mine.wake.awaitUninterruptibly();
           continue;
         }
         calling++;
@@ -64,19 +64,28 @@ final class Coalescer<Q, R> {
         while (!queue.isEmpty() && taken.size() < maxBatch) {
           taken.add(queue.poll());
         }
+        if (!queue.isEmpty() && calling < parallelism) {
+          queue.peek().wake.signal(); // more than one call's worth, and a free slot: lead it
+        }
         lock.unlock();
         try {
           run(taken);
         } finally {
           lock.lock();
           calling--;
-          finished.signalAll();
+          for (Pending<Q, R> p : taken) {
+            p.wake.signal();
+          }
+          Pending<Q, R> next = queue.peek();
+          if (next != null) {
+            next.wake.signal(); // the oldest waiting request leads the next call
+          }
         }
       }
+      return mine.answer();
     } finally {
       lock.unlock();
     }
-    return mine.answer();
   }
 
   /** How many requests wait for a call (for tests). */
@@ -126,13 +135,16 @@ final class Coalescer<Q, R> {
   /** One caller's request and, once done, its answer or failure. */
   private static final class Pending<Q, R> {
     final Q request;
+    /** Signalled when answered, or when this request's caller may lead the next call. */
+    final Condition wake;
     /** Set by the leader before it takes the lock again; read under the lock. */
     boolean done;
     R answer;
     Throwable failure;
 
-    Pending(Q request) {
+    Pending(Q request, Condition wake) {
       this.request = request;
+      this.wake = wake;
     }
 
     void succeed(R value) {

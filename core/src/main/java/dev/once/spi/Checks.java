@@ -28,4 +28,16 @@ public final class Checks {
     }
     return value;
   }
+
+  /**
+   * Checks a retry backoff that starts at {@code initial} and grows up to {@code max}: both
+   * positive, {@code max} not below {@code initial}.
+   */
+  public static void backoff(Duration initial, Duration max) {
+    positive(initial, "initial");
+    positive(max, "max");
+    if (max.compareTo(initial) < 0) {
+      throw new IllegalArgumentException("max backoff " + max + " is below initial " + initial);
+    }
+  }
 }

@@ -3,6 +3,10 @@ package dev.once.testkit;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import javax.sql.DataSource;
 
 /**
  * One PostgreSQL per test JVM, for tests of stores and integrations: the server at the JDBC URL in
@@ -28,6 +32,38 @@ public final class TestPostgres {
    */
   public static boolean isExternal() {
     return external() != null;
+  }
+
+  /**
+   * Runs one statement on a connection of {@code dataSource}.
+   *
+   * @param dataSource the database
+   * @param sql the statement
+   * @throws IllegalStateException if it fails
+   */
+  public static void execute(DataSource dataSource, String sql) {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute(sql);
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
+  }
+
+  /**
+   * Drops {@code table} from {@code dataSource} when the JVM exits, best effort: a test table left
+   * behind on a shared server is harmless, only untidy.
+   *
+   * @param dataSource the database
+   * @param table the table's name, as it would appear in SQL
+   */
+  public static void dropAtExit(DataSource dataSource, String table) {
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+        s.execute("DROP TABLE IF EXISTS " + table);
+      } catch (SQLException | RuntimeException e) {
+        // best effort: a leftover test table is harmless
+      }
+    }));
   }
 
   private static String external() {

@@ -209,11 +209,7 @@ public final class IdempotentConsumer<K, V> {
 
     /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
     public Builder<K, V> retryBackoff(Duration initial, Duration max) {
-      Checks.positive(initial, "initial");
-      Checks.positive(max, "max");
-      if (max.compareTo(initial) < 0) {
-        throw new IllegalArgumentException("max backoff " + max + " is below initial " + initial);
-      }
+      Checks.backoff(initial, max);
       this.initialBackoff = initial;
       this.maxBackoff = max;
       return this;

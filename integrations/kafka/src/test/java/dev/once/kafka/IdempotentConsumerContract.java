@@ -14,6 +14,8 @@ import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
+import dev.once.testkit.Await;
+import dev.once.testkit.Effects;
 import dev.once.testkit.ManualClock;
 import java.time.Clock;
 import java.time.Duration;
@@ -314,7 +316,8 @@ abstract class IdempotentConsumerContract {
       int partition = p;
       List<String> produced = IntStream.range(0, 60).filter(i -> i % 3 == partition)
           .mapToObj(i -> "e" + i).toList();
-      assertThat(effects.sequence(partition)).as("partition %d", p).isEqualTo(produced);
+      assertThat(effects.sequence(String.valueOf(partition))).as("partition %d", p)
+          .isEqualTo(produced);
     }
     assertThat(failures).hasValue(3);
   }
@@ -746,7 +749,7 @@ abstract class IdempotentConsumerContract {
   }
 
   void effect(ConsumerRecord<String, String> record, Attempt attempt) {
-    effects.record(record.value(), record.partition());
+    effects.record(record.value(), String.valueOf(record.partition()));
   }
 
   static Throwable catchCause(Future<?> future) throws InterruptedException {

@@ -10,6 +10,8 @@ import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
+import dev.once.testkit.Effects;
+import dev.once.testkit.MemoryEffects;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;

@@ -7,6 +7,8 @@ import dev.once.FailurePolicy;
 import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.spi.IdempotencyStore;
+import dev.once.testkit.Await;
+import dev.once.testkit.MemoryEffects;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -63,7 +65,7 @@ class ReadmeExampleTest {
     MemoryEffects charges = new MemoryEffects();
     ExecutorService thread = Executors.newSingleThreadExecutor();
     try (IdempotentConsumerLoop<String, String> loop = paymentsLoop(new InMemoryStore(),
-        Broker.consumer(group), Broker.PRODUCER, (payment, key) -> charges.record(payment, 0))) {
+        Broker.consumer(group), Broker.PRODUCER, (payment, key) -> charges.record(payment))) {
       thread.submit(loop);
       Broker.send("payments", 0, "pay-1", "100 EUR to alice");
       Broker.send("payments", 0, "pay-1", "100 EUR to alice");

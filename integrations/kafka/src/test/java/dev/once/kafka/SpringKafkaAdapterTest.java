@@ -6,6 +6,8 @@ import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.kafka.spring.OnceBatchListener;
 import dev.once.kafka.spring.OnceRecordListener;
+import dev.once.testkit.Await;
+import dev.once.testkit.MemoryEffects;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -57,7 +59,7 @@ class SpringKafkaAdapterTest {
       if (order.equals("e5") && failures.incrementAndGet() <= 2) {
         throw new IllegalStateException("transient");
       }
-      effects.record(order, 0);
+      effects.record(order, "0");
     };
     KafkaMessageListenerContainer<String, String> container =
         ordersContainer(config(group), topic, Once.builder(new InMemoryStore()).build(),
@@ -91,7 +93,7 @@ class SpringKafkaAdapterTest {
               if (record.value().equals("e3") && failures.incrementAndGet() <= 2) {
                 throw new IllegalStateException("transient");
               }
-              effects.record(record.value(), record.partition());
+              effects.record(record.value(), String.valueOf(record.partition()));
             })
         .deadLetters(DeadLetterPublisher.to(Broker.PRODUCER))
         .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
@@ -107,7 +109,7 @@ class SpringKafkaAdapterTest {
       Await.until("everything committed", () -> Map.of(0, 20L).equals(Broker.committed(group)),
           () -> Broker.committed(group) + " " + effects.counts());
       assertThat(effects.counts()).hasSize(10).allSatisfy((event, n) -> assertThat(n).isOne());
-      assertThat(effects.sequence(0)).containsExactly("e0", "e1", "e2", "e3", "e4", "e5", "e6",
+      assertThat(effects.sequence("0")).containsExactly("e0", "e1", "e2", "e3", "e4", "e5", "e6",
           "e7", "e8", "e9");
     } finally {
       container.stop();

@@ -337,11 +337,7 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
 
     /** Backoff between retries (the nak delay): {@code initial}, doubling up to {@code max}. */
     public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.positive(initial, "initial");
-      Checks.positive(max, "max");
-      if (max.compareTo(initial) < 0) {
-        throw new IllegalArgumentException("max backoff " + max + " is below initial " + initial);
-      }
+      Checks.backoff(initial, max);
       this.initialBackoff = initial;
       this.maxBackoff = max;
       return this;

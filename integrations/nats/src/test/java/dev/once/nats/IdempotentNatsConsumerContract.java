@@ -17,6 +17,8 @@ import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
+import dev.once.testkit.Await;
+import dev.once.testkit.Effects;
 import io.nats.client.Connection;
 import io.nats.client.Message;
 import io.nats.client.Subscription;

@@ -5,9 +5,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
 import dev.once.testkit.TestPostgres;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.UUID;
 
 /**
@@ -36,28 +33,9 @@ final class Postgres {
     STORE = JdbcStore.builder(DATA_SOURCE).dialect(JdbcDialect.POSTGRESQL).table(table).build();
     STORE.createSchema();
     if (!table.equals(JdbcStore.DEFAULT_TABLE)) {
-      dropAtExit(table);
+      TestPostgres.dropAtExit(DATA_SOURCE, table);
     }
   }
 
   private Postgres() {}
-
-  /** Runs one statement on a connection of the pool. */
-  static void execute(String sql) {
-    try (Connection c = DATA_SOURCE.getConnection(); Statement s = c.createStatement()) {
-      s.execute(sql);
-    } catch (SQLException e) {
-      throw new IllegalStateException(sql, e);
-    }
-  }
-
-  static void dropAtExit(String table) {
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-      try (Connection c = DATA_SOURCE.getConnection(); Statement s = c.createStatement()) {
-        s.execute("DROP TABLE IF EXISTS " + table);
-      } catch (SQLException | RuntimeException e) {
-        // best effort: a leftover test table is harmless
-      }
-    }));
-  }
 }

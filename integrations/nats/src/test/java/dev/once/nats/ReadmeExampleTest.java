@@ -8,6 +8,8 @@ import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.nats.Broker.Topology;
 import dev.once.spi.IdempotencyStore;
+import dev.once.testkit.Await;
+import dev.once.testkit.MemoryEffects;
 import io.nats.client.Connection;
 import io.nats.client.Message;
 import java.nio.charset.StandardCharsets;

@@ -35,8 +35,8 @@ import java.util.function.Function;
  * in delivery order. Only then are the messages whose outcome is final acknowledged: handled,
  * replayed (a duplicate), or dead-lettered. Any other — in progress on another consumer, failed
  * retryably, not stored — is held unacknowledged until its retry time and then requeued
- * ({@code basicNack(requeue=true)}), never in a hot loop; a retryable failure is dead-lettered after
- * {@link Builder#maxAttempts} attempts (counted in the store). Dead letters go to the
+ * ({@code basicNack(requeue=true)}), never in a hot loop; a retryable failure is dead-lettered
+ * after {@link Builder#maxAttempts} attempts (counted in the store). Dead letters go to the
  * {@linkplain Builder#deadLetterExchange dead-letter exchange} with publisher confirms before the
  * failure is stored and the original acknowledged; they carry {@link DeadLetterHeaders}.
  *
@@ -270,11 +270,7 @@ public final class IdempotentRabbitConsumer {
 
     /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
     public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.positive(initial, "initial");
-      Checks.positive(max, "max");
-      if (max.compareTo(initial) < 0) {
-        throw new IllegalArgumentException("max backoff " + max + " is below initial " + initial);
-      }
+      Checks.backoff(initial, max);
       this.initialBackoff = initial;
       this.maxBackoff = max;
       return this;

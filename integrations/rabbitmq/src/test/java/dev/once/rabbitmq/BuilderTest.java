@@ -43,7 +43,8 @@ class BuilderTest {
 
   @Test
   void badSettingsAreRefused() {
-    IdempotentRabbitConsumer.Builder builder = IdempotentRabbitConsumer.builder(once, (d, a) -> { });
+    IdempotentRabbitConsumer.Builder builder =
+        IdempotentRabbitConsumer.builder(once, (d, a) -> { });
     assertThatThrownBy(() -> builder.prefetch(0)).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> builder.prefetch(70_000))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("65535");

@@ -5,6 +5,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
+import dev.once.testkit.Await;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -21,6 +21,8 @@ import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
+import dev.once.testkit.Await;
+import dev.once.testkit.Effects;
 import dev.once.testkit.ManualClock;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;

@@ -10,6 +10,8 @@ import dev.once.FailurePolicy;
 import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.spi.IdempotencyStore;
+import dev.once.testkit.Await;
+import dev.once.testkit.MemoryEffects;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;

@@ -3,6 +3,8 @@ package dev.once.rabbitmq;
 import dev.once.redis.RedisStore;
 import dev.once.redis.testing.RedisServerProcess;
 import dev.once.spi.IdempotencyStore;
+import dev.once.testkit.Effects;
+import dev.once.testkit.MemoryEffects;
 
 /** The consumer contract on {@link RedisStore}, against a private redis-server started here. */
 class RedisStoreConsumerTest extends RabbitConsumerContract {

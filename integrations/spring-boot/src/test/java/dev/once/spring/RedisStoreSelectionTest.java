@@ -64,7 +64,8 @@ class RedisStoreSelectionTest {
   void aLettuceClientBeanMakesARedisStore() {
     runner.withBean(RedisClient.class, () -> RedisClient.create("redis://127.0.0.1:" + port),
             b -> b.setDestroyMethodName("shutdown"))
-        .withPropertyValues("once.redis.key-prefix=spring-test:")
+        // A loaded machine can take seconds to connect: the 2 s default would make this flaky.
+        .withPropertyValues("once.redis.key-prefix=spring-test:", "once.redis.command-timeout=30s")
         .run(context -> {
           assertThat(context).hasNotFailed();
           IdempotencyStore store = context.getBean(IdempotencyStore.class);

@@ -261,11 +261,7 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
      * message's visibility timeout, in whole seconds rounded up.
      */
     public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.positive(initial, "initial");
-      Checks.positive(max, "max");
-      if (max.compareTo(initial) < 0) {
-        throw new IllegalArgumentException("max backoff " + max + " is below initial " + initial);
-      }
+      Checks.backoff(initial, max);
       this.initialBackoff = initial;
       this.maxBackoff = max;
       return this;

@@ -1,5 +1,6 @@
 package dev.once.sqs;
 
+import dev.once.testkit.Await;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -11,6 +11,8 @@ import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
+import dev.once.testkit.Await;
+import dev.once.testkit.Effects;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

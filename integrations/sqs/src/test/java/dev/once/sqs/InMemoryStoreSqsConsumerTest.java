@@ -2,6 +2,8 @@ package dev.once.sqs;
 
 import dev.once.InMemoryStore;
 import dev.once.spi.IdempotencyStore;
+import dev.once.testkit.Effects;
+import dev.once.testkit.MemoryEffects;
 
 /** The SQS consumer contract on {@link InMemoryStore}. */
 class InMemoryStoreSqsConsumerTest extends IdempotentSqsConsumerContract {

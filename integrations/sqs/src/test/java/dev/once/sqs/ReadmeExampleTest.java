@@ -8,6 +8,7 @@ import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.Scheduler;
 import dev.once.spi.IdempotencyStore;
+import dev.once.testkit.Await;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;

@@ -4,6 +4,7 @@ import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
 import dev.once.spi.Checks;
+import dev.once.jdbc.internal.ClaimOrder;
 import dev.once.jdbc.internal.Dialect;
 import dev.once.jdbc.internal.JdbcEngine;
 import dev.once.jdbc.internal.SqliteFiles;
@@ -29,9 +30,11 @@ import javax.sql.DataSource;
  *
  * <p>Why a relational store: the records then live next to the business data, with the database's
  * durability and backups. A claim is one atomic step: an {@code INSERT} that only succeeds for a
- * new key (one round trip), and only on conflict a locked read, the decision of
- * {@link dev.once.spi.ClaimRules#decide} and an update, in one short transaction. Every later write
- * is one conditional {@code UPDATE} on the fencing token.
+ * new key (one round trip), and only on conflict a read, the decision of
+ * {@link dev.once.spi.ClaimRules#decide} and, if it writes, a locked read and an update in one
+ * short transaction. On PostgreSQL, while most recent claims met an existing key, a claim reads
+ * first instead, so that a duplicate is one round trip too. Every later write is one conditional
+ * {@code UPDATE} on the fencing token.
  *
  * <pre>{@code
  * JdbcStore store = JdbcStore.builder(dataSource)      // dialect detected on the first call
@@ -58,14 +61,17 @@ public final class JdbcStore implements IdempotencyStore {
   private final DataSource dataSource;
   private final String table;
   private final int maxPayloadBytes;
+  private final ClaimOrder claimOrder;
   /** Null until the dialect is known: detected by the first call that needs the database. */
   private volatile JdbcEngine engine;
 
-  private JdbcStore(DataSource dataSource, String table, JdbcEngine engine, int maxPayloadBytes) {
+  private JdbcStore(DataSource dataSource, String table, JdbcEngine engine, int maxPayloadBytes,
+      ClaimOrder claimOrder) {
     this.dataSource = dataSource;
     this.table = table;
     this.engine = engine;
     this.maxPayloadBytes = maxPayloadBytes;
+    this.claimOrder = claimOrder;
   }
 
   /** Starts a store over {@code dataSource}. */
@@ -98,6 +104,7 @@ public final class JdbcStore implements IdempotencyStore {
     private JdbcDialect dialect;
     private String table = DEFAULT_TABLE;
     private Integer maxPayloadBytes;
+    private ClaimOrder claimOrder = ClaimOrder.adaptive();
 
     private Builder(DataSource dataSource) {
       this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -139,6 +146,12 @@ public final class JdbcStore implements IdempotencyStore {
       return this;
     }
 
+    /** Tests: a fixed claim order, so that each path runs whatever the stream of claims. */
+    Builder claimOrder(ClaimOrder order) {
+      this.claimOrder = Objects.requireNonNull(order, "order");
+      return this;
+    }
+
     /**
      * The store. Never connects: it applies no DDL, and without a {@link #dialect} the dialect is
      * detected by the store's first call (which reports an unreachable database as
@@ -150,12 +163,14 @@ public final class JdbcStore implements IdempotencyStore {
     public JdbcStore build() {
       if (dialect == null) {
         return new JdbcStore(dataSource, table, null,
-            maxPayloadBytes != null ? maxPayloadBytes : JdbcDialect.MARIADB.defaultMaxPayloadBytes());
+            maxPayloadBytes != null ? maxPayloadBytes : JdbcDialect.MARIADB.defaultMaxPayloadBytes(),
+            claimOrder);
       }
       TableName name = dialect.validate(table);
       return new JdbcStore(dataSource, name.qualified(),
-          new JdbcEngine(dataSource, Dialect.of(dialect, name)),
-          maxPayloadBytes != null ? maxPayloadBytes : dialect.defaultMaxPayloadBytes());
+          new JdbcEngine(dataSource, Dialect.of(dialect, name), claimOrder),
+          maxPayloadBytes != null ? maxPayloadBytes : dialect.defaultMaxPayloadBytes(),
+          claimOrder);
     }
   }
 
@@ -172,7 +187,7 @@ public final class JdbcStore implements IdempotencyStore {
     JdbcEngine e = engine;
     if (e == null) {
       JdbcDialect detected = JdbcDialect.detect(dataSource);
-      e = new JdbcEngine(dataSource, Dialect.of(detected, detected.validate(table)));
+      e = new JdbcEngine(dataSource, Dialect.of(detected, detected.validate(table)), claimOrder);
       engine = e;
     }
     return e;
@@ -196,9 +211,12 @@ public final class JdbcStore implements IdempotencyStore {
   /**
    * Creates the table and its indexes if they do not exist ({@link JdbcDialect#schema(String)}),
    * and upgrades a table made by an earlier version: adds the {@code claim_id} column where it is
-   * missing (looked up first, so an up-to-date table is never altered). Idempotent; safe to call at
-   * every start. Never called implicitly; a store over a table that lacks the column fails its
-   * claims with a {@link StoreUnavailableException} that says to call this.
+   * missing, and on PostgreSQL applies version 3 where it is missing (the {@code purge_after}
+   * column and its index in place of the index on {@code expires_at}) and gives rows written before
+   * it their {@code purge_after}, in batches of 5,000 rows. Each step is looked up first, so an
+   * up-to-date table is never altered. Idempotent; safe to call at every start. Never called
+   * implicitly; a store over a table that lacks a column fails its claims with a
+   * {@link dev.once.SchemaMissingException} that says to call this.
    *
    * @throws StoreUnavailableException if the DDL fails (permissions, connection)
    */

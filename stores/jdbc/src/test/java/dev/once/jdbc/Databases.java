@@ -2,6 +2,7 @@ package dev.once.jdbc;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.once.jdbc.internal.ClaimOrder;
 import dev.once.testkit.TestPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -45,6 +46,8 @@ final class Databases {
     static final HikariDataSource DATA_SOURCE;
     static final String TABLE;
     static final JdbcStore STORE;
+    /** The same table, every claim reading before it inserts (see {@code ClaimOrder}). */
+    static final JdbcStore READ_FIRST_STORE;
 
     static {
       HikariConfig config = config("once-postgres");
@@ -52,6 +55,8 @@ final class Databases {
       TABLE = TestPostgres.isExternal() ? uniqueTable("once_test") : JdbcStore.DEFAULT_TABLE;
       DATA_SOURCE = new HikariDataSource(config);
       STORE = JdbcStore.builder(DATA_SOURCE).dialect(JdbcDialect.POSTGRESQL).table(TABLE).build();
+      READ_FIRST_STORE = JdbcStore.builder(DATA_SOURCE).dialect(JdbcDialect.POSTGRESQL)
+          .table(TABLE).claimOrder(ClaimOrder.fixed(true)).build();
       STORE.createSchema();
       if (!TABLE.equals(JdbcStore.DEFAULT_TABLE)) {
         dropAtExit(DATA_SOURCE, TABLE);

@@ -85,7 +85,17 @@ class JdbcStoreTest {
     }
     assertThat(ddl).containsPattern("(?m)^ALTER TABLE orders_once ADD COLUMN (IF NOT EXISTS )?"
         + "claim_id (bigint|BIGINT|INTEGER) NOT NULL DEFAULT 0;$");
-    assertThat(dialect.schemaResources()).hasSize(2).first().isEqualTo(dialect.schemaResource());
+    if (dialect == JdbcDialect.POSTGRESQL) {
+      // Version 3: the expiry floor and its index replace the index on expires_at.
+      assertThat(ddl).containsPattern("(?m)^ALTER TABLE orders_once ADD COLUMN IF NOT EXISTS"
+              + " purge_after bigint NOT NULL DEFAULT 0;$")
+          .contains("CREATE INDEX IF NOT EXISTS orders_once_purge_idx ON orders_once"
+              + " (purge_after);")
+          .contains("DROP INDEX IF EXISTS orders_once_expires_idx;");
+    }
+    assertThat(dialect.schemaResources())
+        .hasSize(dialect == JdbcDialect.POSTGRESQL ? 3 : 2)
+        .first().isEqualTo(dialect.schemaResource());
     for (String resource : dialect.schemaResources()) {
       assertThat(JdbcStoreTest.class.getClassLoader().getResource(resource)).isNotNull();
     }
@@ -99,7 +109,9 @@ class JdbcStoreTest {
         .contains("ENGINE = InnoDB");
     assertThat(JdbcDialect.SQLITE.schema("t")).contains("BLOB").contains("INTEGER NOT NULL");
     assertThat(JdbcDialect.POSTGRESQL.schema("app.once")).contains("CREATE TABLE IF NOT EXISTS"
-        + " app.once (").contains("CREATE INDEX IF NOT EXISTS once_expires_idx ON app.once");
+        + " app.once (").contains("CREATE INDEX IF NOT EXISTS once_expires_idx ON app.once")
+        .contains("CREATE INDEX IF NOT EXISTS once_purge_idx ON app.once (purge_after);")
+        .contains("DROP INDEX IF EXISTS app.once_expires_idx;");
   }
 
   @ParameterizedTest

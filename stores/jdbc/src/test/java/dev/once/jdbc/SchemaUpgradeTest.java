@@ -3,29 +3,39 @@ package dev.once.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Codecs;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
+import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.Outcome;
 import dev.once.spi.Status;
+import dev.once.testkit.TestPostgres;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A table made by the first version of the schema (no {@code claim_id}), as users of the previous
  * release have it: the store refuses it with a message naming the fix, and {@code createSchema()}
- * upgrades it in place, keeping its records.
+ * upgrades it in place, keeping its records. On PostgreSQL also a table of version 2 (no
+ * {@code purge_after}), and what version 3 is for: completions and failures are HOT updates.
  */
 class SchemaUpgradeTest {
 
@@ -112,6 +122,10 @@ class SchemaUpgradeTest {
       CREATE INDEX IF NOT EXISTS ${name}_expires_idx ON ${table} (expires_at);
       CREATE INDEX IF NOT EXISTS ${name}_reap_idx ON ${table} (status, lease_until);
       """;
+
+  /** Version 2 as it shipped for PostgreSQL. */
+  private static final String POSTGRESQL_V2 =
+      "ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS claim_id bigint NOT NULL DEFAULT 0";
 
   private static String v1(JdbcDialect dialect) {
     switch (dialect) {
@@ -235,5 +249,249 @@ class SchemaUpgradeTest {
         s.execute("DROP TABLE IF EXISTS " + table);
       }
     }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // PostgreSQL, version 3
+
+  private static final JdbcDialect PG = JdbcDialect.POSTGRESQL;
+
+  @Test
+  void aVersion2TableIsRefusedWithTheFixThenUpgradedKeepingItsRecordsAndTheirExpiry()
+      throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_v2");
+    String scope = "upgrade." + UUID.randomUUID().toString().substring(0, 8);
+    IdempotencyKey live = IdempotencyKey.of(scope, "live");
+    IdempotencyKey done = IdempotencyKey.of(scope, "done");
+    IdempotencyKey fresh = IdempotencyKey.of(scope, "fresh");
+    Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+    try {
+      createVersion1Table(dataSource, PG, table, live, done, now);
+      execute(dataSource, POSTGRESQL_V2.replace("${table}", table));
+      // More legacy rows than one backfill batch, expired an hour ago.
+      execute(dataSource, "INSERT INTO " + table + " (scope, tenant, idem_key, status, fingerprint,"
+          + " token, lease_until, attempts, created_at, updated_at, expires_at)"
+          + " SELECT '" + scope + "', '', 'old-' || g, 'COMPLETED', decode(repeat('07', 32), 'hex'),"
+          + " 1, 0, 1, 0, 0, " + micros(now.minus(Duration.ofHours(1)))
+          + " FROM generate_series(1, 12000) g");
+      JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+
+      // Not upgraded: a claim says what to do (version 3 only: claim_id is there) and writes
+      // nothing; reads still work.
+      assertThatThrownBy(() -> store.claim(new ClaimRequest(fresh, FP, now, LEASE, RETENTION)))
+          .isInstanceOfSatisfying(SchemaMissingException.class,
+              e -> assertThat(e.mayHaveBeenApplied()).isFalse())
+          .hasMessageContaining("the table " + table + " has no column purge_after")
+          .hasMessageContaining("JdbcStore.createSchema()")
+          .hasMessageContaining("V3__once_records_purge_after.sql")
+          .hasMessageNotContaining("V2__once_records_claim_id.sql");
+      assertThat(store.find(fresh)).isEmpty();
+      assertThat(store.find(done)).isPresent();
+
+      store.createSchema();
+      store.createSchema(); // idempotent once upgraded
+
+      assertThat(indexes(dataSource, table)).contains(table + "_purge_idx")
+          .doesNotContain(table + "_expires_idx");
+      // Every legacy row's floor is its expiry (in batches: 12,002 rows, 5,000 a batch).
+      assertThat(count(dataSource, "SELECT count(*) FROM " + table
+          + " WHERE purge_after <> expires_at")).isZero();
+      assertThat(store.claim(new ClaimRequest(done, FP, now, LEASE, RETENTION)))
+          .isInstanceOf(Claim.Replay.class);
+      assertThat(store.claim(new ClaimRequest(live, FP, now, LEASE, RETENTION)))
+          .isEqualTo(new Claim.InProgress(now.plus(LEASE)));
+      Claim.Acquired first = (Claim.Acquired) store.claim(
+          new ClaimRequest(fresh, FP, now, LEASE, RETENTION));
+      store.complete(fresh, first.token(), Outcome.success("text/plain", new byte[] {1}), now,
+          RETENTION);
+      // Purging finds the expired legacy rows by their floor, and only them.
+      int purged = 0;
+      int n;
+      while ((n = store.purgeExpired(now, 5000)) > 0) {
+        purged += n;
+      }
+      assertThat(purged).isEqualTo(12_000);
+      assertThat(store.find(done)).isPresent();
+      assertThat(store.find(fresh)).isPresent();
+      assertThat(store.purgeExpired(now.plus(RETENTION), 1000)).isEqualTo(3);
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  @Test
+  void aFloorLeftOverByAnOlderStoreIsStillPurgedAtItsExpiry() throws SQLException {
+    // A store of version 2 still running during an upgrade writes rows without purge_after (0):
+    // purged all the same, and createSchema() gives them their floor later.
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_mixed");
+    IdempotencyKey key = IdempotencyKey.of("mixed." + UUID.randomUUID(), "k");
+    Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+    try {
+      JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+      store.createSchema();
+      execute(dataSource, "INSERT INTO " + table + " (scope, tenant, idem_key, status, fingerprint,"
+          + " token, lease_until, attempts, created_at, updated_at, expires_at)"
+          + " VALUES ('" + key.scope() + "', '', 'k', 'COMPLETED', decode(repeat('07', 32), 'hex'),"
+          + " 1, 0, 1, 0, 0, " + micros(now) + ")");
+      assertThat(store.purgeExpired(now.minusNanos(1000), 10)).isZero();
+      assertThat(store.purgeExpired(now, 10)).isEqualTo(1);
+      assertThat(store.find(key)).isEmpty();
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  @Test
+  void aShorterRetentionOrAnEarlierClockLowersTheFloorSoPurgeStillFindsTheRecord()
+      throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_floor");
+    JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+    store.createSchema();
+    try {
+      purgeEachAtItsOwnExpiry(store);
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  private static void purgeEachAtItsOwnExpiry(JdbcStore store) {
+    String scope = "floor." + UUID.randomUUID().toString().substring(0, 8);
+    Instant now = Instant.parse("2031-05-01T10:00:00Z");
+    Duration day = Duration.ofDays(1);
+    IdempotencyKey shorter = IdempotencyKey.of(scope, "shorter");
+    IdempotencyKey earlier = IdempotencyKey.of(scope, "earlier");
+    IdempotencyKey failed = IdempotencyKey.of(scope, "failed");
+    long a = ((Claim.Acquired) store.claim(new ClaimRequest(shorter, FP, now, LEASE, day))).token();
+    long b = ((Claim.Acquired) store.claim(new ClaimRequest(earlier, FP, now, LEASE, day))).token();
+    long c = ((Claim.Acquired) store.claim(new ClaimRequest(failed, FP, now, LEASE, day))).token();
+    Outcome outcome = Outcome.success("text/plain", "x".getBytes(StandardCharsets.UTF_8));
+
+    store.complete(shorter, a, outcome, now, Duration.ofMinutes(1));
+    store.completeAll(java.util.List.of(new dev.once.spi.Completion(earlier, b, outcome)),
+        now.minus(Duration.ofHours(2)), day); // a clock behind the claim's
+    store.fail(failed, c, "boom", now, Duration.ofSeconds(10)); // kept until the lease ends
+
+    Instant beforeAll = now.plus(Duration.ofSeconds(29));
+    assertThat(store.purgeExpired(beforeAll, 10)).isZero();
+    // Each record goes at its own expiry, a day before the floor its claim wrote.
+    assertThat(store.purgeExpired(now.plus(LEASE), 10)).isEqualTo(1);
+    assertThat(store.find(failed)).isEmpty();
+    assertThat(store.purgeExpired(now.plus(Duration.ofMinutes(1)), 10)).isEqualTo(1);
+    assertThat(store.find(shorter)).isEmpty();
+    assertThat(store.purgeExpired(now.plus(day).minus(Duration.ofHours(2)), 10)).isEqualTo(1);
+    assertThat(store.find(earlier)).isEmpty();
+  }
+
+  @Test
+  void completionsAndFailuresAreHotUpdatesUnlessAnIndexCoversWhatTheyChange() throws Exception {
+    String table = Databases.uniqueTable("once_hot");
+    String control = Databases.uniqueTable("once_cold");
+    DataSource dataSource = Databases.dataSource(PG);
+    try {
+      updateTenRecords(table, null);
+      // The control: an index on expires_at, as version 1 had (a B-tree here, which blocks HOT
+      // on every PostgreSQL; version 1's BRIN did on PostgreSQL 15 and earlier).
+      updateTenRecords(control, "CREATE INDEX " + control + "_exp ON " + control + " (expires_at)");
+
+      long[] hot = awaitUpdates(dataSource, table, 10);
+      long[] cold = awaitUpdates(dataSource, control, 10);
+      assertThat(hot[1]).as("HOT updates of %d", hot[0]).isEqualTo(10);
+      assertThat(cold[1]).as("HOT updates of %d, expires_at indexed", cold[0]).isZero();
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+      execute(dataSource, "DROP TABLE IF EXISTS " + control);
+    }
+  }
+
+  /**
+   * Creates {@code table} (and runs {@code extraDdl}), claims ten keys, completes eight and fails
+   * two, through a pool of one connection that is closed at the end: its backend exits and
+   * reports its statistics.
+   */
+  private static void updateTenRecords(String table, String extraDdl) throws SQLException {
+    HikariConfig config = Databases.config("once-hot");
+    config.setJdbcUrl(TestPostgres.jdbcUrl());
+    config.setMaximumPoolSize(1);
+    config.setMinimumIdle(1);
+    try (HikariDataSource one = new HikariDataSource(config)) {
+      JdbcStore store = JdbcStore.builder(one).dialect(PG).table(table).build();
+      store.createSchema();
+      if (extraDdl != null) {
+        execute(one, extraDdl);
+      }
+      Instant now = Instant.now();
+      for (int i = 0; i < 10; i++) {
+        IdempotencyKey key = IdempotencyKey.of("hot", "k" + i);
+        long token = ((Claim.Acquired) store.claim(
+            new ClaimRequest(key, FP, now, LEASE, RETENTION))).token();
+        Instant later = now.plusMillis(1 + i);
+        if (i < 8) {
+          store.complete(key, token, Outcome.success("text/plain", new byte[] {(byte) i}), later,
+              RETENTION);
+        } else {
+          store.fail(key, token, "boom", later, RETENTION);
+        }
+      }
+    }
+  }
+
+  /** Waits for the statistics to count {@code updates}; returns updates and HOT updates. */
+  private static long[] awaitUpdates(DataSource dataSource, String table, long updates)
+      throws Exception {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (true) {
+      long[] seen = new long[2];
+      try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+          "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid ="
+              + " to_regclass(?)")) {
+        ps.setString(1, table);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            seen = new long[] {rs.getLong(1), rs.getLong(2)};
+          }
+        }
+      }
+      if (seen[0] >= updates || System.nanoTime() > deadline) {
+        assertThat(seen[0]).as("updates counted for %s", table).isEqualTo(updates);
+        return seen;
+      }
+      Thread.sleep(100); // polling the statistics collector; the deadline bounds it
+    }
+  }
+
+  private static java.util.List<String> indexes(DataSource dataSource, String table)
+      throws SQLException {
+    java.util.List<String> names = new java.util.ArrayList<>();
+    try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+        "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = to_regclass(?)")) {
+      ps.setString(1, table);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          names.add(rs.getString(1));
+        }
+      }
+    }
+    return names;
+  }
+
+  private static long count(DataSource dataSource, String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  private static void execute(DataSource dataSource, String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+      s.execute(sql);
+    }
+  }
+
+  private static long micros(Instant instant) {
+    return instant.getEpochSecond() * 1_000_000 + instant.getNano() / 1000;
   }
 }

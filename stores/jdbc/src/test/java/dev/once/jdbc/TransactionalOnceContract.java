@@ -94,6 +94,11 @@ abstract class TransactionalOnceContract {
     return TransactionalOnce.builder(store());
   }
 
+  /** A store like {@link #store()} (same table, same claim order) over {@code dataSource}. */
+  JdbcStore.Builder storeOn(DataSource dataSource) {
+    return JdbcStore.builder(dataSource).dialect(dialect()).table(store().table());
+  }
+
   @BeforeAll
   void createBusinessTables() throws SQLException {
     wallets = Databases.uniqueTable("wallets");
@@ -748,8 +753,7 @@ abstract class TransactionalOnceContract {
     config.setMaximumPoolSize(1);
     config.setMinimumIdle(1);
     try (HikariDataSource single = new HikariDataSource(config)) {
-      JdbcStore onOne = JdbcStore.builder(single).dialect(dialect()).table(store().table())
-          .build();
+      JdbcStore onOne = storeOn(single).build();
       TransactionalOnce once = TransactionalOnce.builder(onOne)
           .failurePolicy(FailurePolicy.retryAll().terminalOn(InsufficientFunds.class)).build();
       IdempotencyKey key = key("pool");
@@ -779,8 +783,7 @@ abstract class TransactionalOnceContract {
   @Test
   void theHappyPathIsAClaimTheLogicACompletionAndOneCommit() throws Exception {
     CountingDataSource counting = new CountingDataSource(dataSource());
-    JdbcStore counted = JdbcStore.builder(counting.dataSource).dialect(dialect())
-        .table(store().table()).build();
+    JdbcStore counted = storeOn(counting.dataSource).build();
     TransactionalOnce once = TransactionalOnce.builder(counted).build();
     IdempotencyKey key = key("round-trips");
 

@@ -24,7 +24,7 @@ public final class DeliveryProcessor {
     this.settings = settings;
   }
 
-  /** Sets the executor, built with {@link #publish} as its dead-letter publisher (unless custom). */
+  /** Sets the executor (its dead-letter publisher: {@link #publish}, or a custom one). */
   public void executor(BatchExecutor<Delivery> executor) {
     this.executor = executor;
   }

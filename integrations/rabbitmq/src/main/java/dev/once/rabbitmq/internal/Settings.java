@@ -11,5 +11,6 @@ import java.time.Duration;
  * @param deadLetters a publisher of the user's, or null to publish to {@code deadLetterExchange}
  */
 public record Settings(String queue, String scope, int prefetch, Duration linger,
-    String deadLetterExchange, String deadLetterRoutingKey, DeadLetterPublisher<Delivery> deadLetters,
+    String deadLetterExchange, String deadLetterRoutingKey,
+    DeadLetterPublisher<Delivery> deadLetters,
     Duration confirmTimeout, Duration closeTimeout, Duration initialBackoff) {}

@@ -161,7 +161,7 @@ public final class Settler {
     held.clear();
   }
 
-  /** How long until the next held delivery is due, in nanoseconds; {@code Long.MAX_VALUE} if none. */
+  /** Nanoseconds until the next held delivery is due; {@code Long.MAX_VALUE} if none. */
   public synchronized long nanosUntilNextDue() {
     long nanos = System.nanoTime();
     long next = Long.MAX_VALUE;

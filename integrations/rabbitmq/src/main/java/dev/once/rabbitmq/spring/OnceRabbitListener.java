@@ -47,8 +47,8 @@ import org.springframework.amqp.rabbit.support.MessagePropertiesConverter;
  * stored and the original acknowledged.
  *
  * <p>Needs the container's {@code AcknowledgeMode.MANUAL} (refused otherwise, when the container
- * is initialised). For batches: {@code setConsumerBatchEnabled(true)}, {@code setBatchSize(n)} and a
- * short {@code setReceiveTimeout} (the linger: the container waits that long for each further
+ * is initialised). For batches: {@code setConsumerBatchEnabled(true)}, {@code setBatchSize(n)}
+ * and a short {@code setReceiveTimeout} (the linger: the container waits that long for each further
  * message of a batch).
  *
  * <pre>{@code
@@ -124,7 +124,8 @@ public final class OnceRabbitListener implements ChannelAwareBatchMessageListene
   public void containerAckMode(AcknowledgeMode mode) {
     if (mode != AcknowledgeMode.MANUAL) {
       throw new IllegalStateException("OnceRabbitListener acknowledges each message only once its"
-          + " outcome is stored: set the container's AcknowledgeMode to MANUAL (it is " + mode + ")");
+          + " outcome is stored: set the container's AcknowledgeMode to MANUAL (it is " + mode
+          + ")");
     }
   }
 
@@ -360,11 +361,7 @@ public final class OnceRabbitListener implements ChannelAwareBatchMessageListene
 
     /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
     public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.positive(initial, "initial");
-      Checks.positive(max, "max");
-      if (max.compareTo(initial) < 0) {
-        throw new IllegalArgumentException("max backoff " + max + " is below initial " + initial);
-      }
+      Checks.backoff(initial, max);
       this.initialBackoff = initial;
       this.maxBackoff = max;
       return this;

@@ -16,10 +16,9 @@ import java.util.Objects;
  * {@link KafkaTemplateDeadLetterPublisher} over Spring Boot's {@code KafkaTemplate}, unless the
  * application declares its own {@link DeadLetterPublisher} bean). Plug a listener into a container
  * whose ack mode is {@code MANUAL} (or {@code MANUAL_IMMEDIATE}): the listener acknowledges only
- * what is final.
+ * what is final. A container bean (a {@code @Bean} method) from Spring Boot's factory:
  *
  * <pre>{@code
- * @Bean
  * ConcurrentMessageListenerContainer<String, String> orders(
  *     ConcurrentKafkaListenerContainerFactory<String, String> factory, OnceKafkaListeners once) {
  *   ConcurrentMessageListenerContainer<String, String> container = factory.createContainer("orders");

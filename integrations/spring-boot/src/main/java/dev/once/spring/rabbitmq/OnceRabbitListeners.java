@@ -12,10 +12,10 @@ import org.springframework.amqp.core.Message;
  * Makes idempotent Spring AMQP listeners ({@link OnceRabbitListener}) from a handler, with the
  * context's {@link Once} and the {@code once.rabbitmq.*} {@link OnceRabbitProperties}. Plug a
  * listener into a container whose acknowledge mode is {@code MANUAL} (the listener acknowledges
- * only what is final, and refuses any other mode):
+ * only what is final, and refuses any other mode). A container bean (a {@code @Bean} method)
+ * from Spring Boot's factory:
  *
  * <pre>{@code
- * @Bean
  * SimpleMessageListenerContainer orders(SimpleRabbitListenerContainerFactory factory,
  *     OnceRabbitListeners once) {
  *   SimpleMessageListenerContainer container = factory.createListenerContainer();

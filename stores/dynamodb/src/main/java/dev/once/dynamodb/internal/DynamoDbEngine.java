@@ -441,7 +441,7 @@ public final class DynamoDbEngine {
   private int scanAndApply(Statement scan, long nowMicros, int limit,
       java.util.function.Consumer<Map<String, AttributeValue>> change, String operation) {
     Values values = new Values().put(":now", n(nowMicros));
-    if (scan == reapScan) {
+    if (scan == reapScan) { // the reap filter also asks for IN_PROGRESS
       values.put(":in_progress", s(Status.IN_PROGRESS.name()));
     }
     int changed = 0;

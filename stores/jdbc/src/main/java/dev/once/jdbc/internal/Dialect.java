@@ -280,12 +280,14 @@ public abstract class Dialect {
 
   /**
    * The first step of a claim, in autocommit: insert {@code fresh} unless its key exists, and if it
-   * does, read the committed record (without locking it).
+   * does, read the committed record (without locking it). {@code order} says which to try first
+   * where the dialect lets the stream of claims choose (PostgreSQL); this default inserts first.
    *
    * @return {@link FirstStep#INSERTED}, or the record seen (its {@code current} is null if it was
    *         deleted in between)
    */
-  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh) throws SQLException {
+  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh, ClaimOrder order)
+      throws SQLException {
     if (insertIfAbsent(c, fresh)) {
       return FirstStep.INSERTED;
     }

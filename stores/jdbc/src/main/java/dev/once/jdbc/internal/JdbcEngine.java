@@ -60,10 +60,22 @@ public final class JdbcEngine {
 
   private final DataSource dataSource;
   private final Dialect dialect;
+  /** Whether a claim reads or inserts first, learned from this store's claims (PostgreSQL). */
+  private final ClaimOrder claimOrder;
 
   public JdbcEngine(DataSource dataSource, Dialect dialect) {
+    this(dataSource, dialect, ClaimOrder.adaptive());
+  }
+
+  public JdbcEngine(DataSource dataSource, Dialect dialect, ClaimOrder claimOrder) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     this.dialect = Objects.requireNonNull(dialect, "dialect");
+    this.claimOrder = Objects.requireNonNull(claimOrder, "claimOrder");
+  }
+
+  /** The claim order of this store's lease-mode claims. */
+  ClaimOrder claimOrder() {
+    return claimOrder;
   }
 
   /** Where connections come from. */
@@ -91,7 +103,7 @@ public final class JdbcEngine {
    */
   private Claim claimOn(Connection c, ClaimRequest r) throws SQLException {
     ClaimRules.Decision fresh = ClaimRules.decide(null, r);
-    Dialect.FirstStep first = dialect.insertOrRead(c, fresh.next());
+    Dialect.FirstStep first = dialect.insertOrRead(c, fresh.next(), claimOrder);
     Claim answered = answeredByFirstStep(fresh, first.inserted(), first.current(), r);
     if (answered != null) {
       return answered;

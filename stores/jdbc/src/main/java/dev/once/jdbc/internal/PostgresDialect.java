@@ -18,15 +18,16 @@ import java.util.Set;
 
 /**
  * PostgreSQL. A lease-mode claim is a plain {@code INSERT … ON CONFLICT DO NOTHING} in autocommit
- * (one round trip for a new key), followed by a read of the existing row only on conflict;
- * transactional mode uses {@link #insertOrReadSql()}, a CTE that also reads the existing row. A
+ * (one round trip for a new key), followed by a read of the existing row only on conflict, or,
+ * while most recent claims met an existing row, the read first ({@link ClaimOrder}); transactional
+ * mode uses {@link #transactionalClaimSql}, one statement that also reads the existing row. A
  * decision that writes then runs {@code SELECT … FOR UPDATE}, decide, {@code UPDATE}, commit. A batch
  * inserts every absent key with one {@code INSERT … SELECT FROM unnest(…)} and locks the others
- * with one {@code SELECT … ORDER BY key FOR UPDATE}.
+ * with one {@code SELECT … ORDER BY key FOR UPDATE}. Schema version 3's {@code purge_after} keeps
+ * every completion and failure clear of indexed columns, so they are HOT updates.
  */
 final class PostgresDialect extends Dialect {
 
-  private final String insertOrReadSql;
   private final String insertAllSql;
   private final String lockAllSql;
   private final String completeAllSql;
@@ -37,14 +38,6 @@ final class PostgresDialect extends Dialect {
   PostgresDialect(TableName table) {
     super(JdbcDialect.POSTGRESQL, table, true);
     String t = table.qualified();
-    // One round trip for a new key and for most duplicates: the CTE inserts unless the key
-    // exists; the outer query reads the committed row in the statement's snapshot (it never sees
-    // the CTE's own insert). A row committed by a racer after the snapshot was taken is not
-    // visible: then neither flag nor row comes back, and a plain read follows.
-    insertOrReadSql = "WITH ins AS (" + insertSql + " RETURNING 1)"
-        + " SELECT EXISTS (SELECT 1 FROM ins), " + Rows.columns("r")
-        + " FROM (VALUES (1)) AS one (x) LEFT JOIN " + t + " r"
-        + " ON r.scope = ? AND r.tenant = ? AND r.idem_key = ?";
     insertAllSql = "INSERT INTO " + t + " (scope, tenant, idem_key, status, fingerprint, token,"
         + " lease_until, attempts, created_at, updated_at, expires_at, claim_id, purge_after)"
         + " SELECT u.scope, u.tenant, u.idem_key, 'IN_PROGRESS', u.fingerprint, u.token,"
@@ -88,11 +81,40 @@ final class PostgresDialect extends Dialect {
   }
 
   /**
-   * Transactional mode's claim statement ({@link TxSql}): insert unless present, and the committed
-   * row if not, in one round trip.
+   * Transactional mode's claim ({@link TxSql}) as one statement, one round trip, with
+   * {@code lockTimeout} (a {@code lock_timeout} value) bounding its wait for a concurrent claim
+   * of the key, and only its own:
+   *
+   * <ol>
+   *   <li>{@code lt} saves the session's {@code lock_timeout} and sets ours, transaction-locally
+   *       (as {@code SET LOCAL}, so a rollback to a savepoint before it undoes it too). The
+   *       inserted row is joined with it, so it runs before the insert can wait.
+   *   <li>{@code ins} inserts the fresh record unless the key exists.
+   *   <li>{@code restored} sets the saved value back; it reads the insert's result, so it runs
+   *       after the insert. Should the insert fail (its wait ran out), the statement fails and the
+   *       rollback that follows undoes the setting as well.
+   *   <li>The committed row, read only when the insert found the key (a one-time filter on its
+   *       result: a new key costs no second probe), in the statement's snapshot: a row committed
+   *       by a racer after it (the insert waited for that racer) is not seen, and then neither flag
+   *       nor row comes back and a plain read follows.
+   * </ol>
+   *
+   * <p>Parameters: the fresh record ({@link #bindInsert}), then its key. One row: whether it was
+   * inserted, then {@link Rows#COLUMNS} (null unless the row was seen).
    */
-  String insertOrReadSql() {
-    return insertOrReadSql;
+  String transactionalClaimSql(String lockTimeout) {
+    String t = table.qualified();
+    return "WITH lt AS MATERIALIZED (SELECT s.saved, set_config('lock_timeout', '" + lockTimeout
+        + "', true) AS ours FROM (SELECT current_setting('lock_timeout') AS saved OFFSET 0) AS s),"
+        + " ins AS (INSERT INTO " + t + " (" + Rows.COLUMNS + ", purge_after) SELECT v.* FROM lt,"
+        + " (VALUES (" + "?, ".repeat(Rows.COUNT) + "?)) AS v" + insertSuffix() + " RETURNING 1),"
+        + " flag AS MATERIALIZED (SELECT EXISTS (SELECT 1 FROM ins) AS inserted),"
+        + " restored AS MATERIALIZED (SELECT set_config('lock_timeout', lt.saved, true) AS back"
+        + " FROM flag, lt)"
+        + " SELECT f.inserted, " + Rows.columns("r") + " FROM flag f CROSS JOIN restored"
+        + " LEFT JOIN (SELECT " + Rows.COLUMNS + " FROM " + t
+        + " WHERE NOT EXISTS (SELECT 1 FROM ins) AND scope = ? AND tenant = ? AND idem_key = ?)"
+        + " AS r ON true";
   }
 
   @Override
@@ -184,15 +206,29 @@ final class PostgresDialect extends Dialect {
     return execute(c, reapSql, nowMicros, nowMicros, limit, nowMicros);
   }
 
+  /**
+   * Lease mode, autocommit, in the order {@code order} has learned: insert-first sends a plain
+   * {@code INSERT … ON CONFLICT DO NOTHING} (a new key: one round trip) and only on conflict reads
+   * the committed row, by a statement of its own whose snapshot is taken after the insert saw the
+   * row (so a row committed by a racer after the insert's snapshot is seen too; null only if it
+   * was deleted in between). Read-first reads (a duplicate: one round trip) and inserts only when
+   * no row was seen, which is then insert-first: never select-then-update.
+   */
   @Override
-  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh) throws SQLException {
-    // Lease mode, autocommit: a plain INSERT … ON CONFLICT DO NOTHING on the happy path (a new
-    // key), cheaper than the CTE; only on conflict the committed row is read, by a statement of
-    // its own, whose snapshot is taken after the insert saw the row (so a row committed by a racer
-    // after the insert's snapshot is seen too; null only if it was deleted in between).
+  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh, ClaimOrder order)
+      throws SQLException {
+    if (order.readFirst()) {
+      IdempotencyRecord current = read(c, fresh.key());
+      if (current != null) {
+        order.record(true);
+        return new FirstStep(false, current);
+      }
+    }
     if (insertIfAbsent(c, fresh)) {
+      order.record(false);
       return FirstStep.INSERTED;
     }
+    order.record(true);
     return new FirstStep(false, read(c, fresh.key()));
   }
 

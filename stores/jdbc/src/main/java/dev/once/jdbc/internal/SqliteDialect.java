@@ -38,12 +38,13 @@ final class SqliteDialect extends Dialect {
    * read. An absent key still goes insert-first: this is never select-then-insert.
    */
   @Override
-  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh) throws SQLException {
+  FirstStep insertOrRead(Connection c, IdempotencyRecord fresh, ClaimOrder order)
+      throws SQLException {
     IdempotencyRecord current = read(c, fresh.key());
     if (current != null) {
       return new FirstStep(false, current);
     }
-    return super.insertOrRead(c, fresh);
+    return super.insertOrRead(c, fresh, order);
   }
 
   @Override

@@ -9,6 +9,7 @@ import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
+import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.Transaction;
 import dev.once.jdbc.TransactionalWork;
 import dev.once.spi.Claim;
@@ -77,6 +78,11 @@ public final class TransactionalEngine {
   private final boolean terminalPossible;
   /** The user's listener, guarded (a throwing listener is logged and ignored), or null. */
   private final OnceListener listener;
+  /**
+   * Whether {@link #call} reads the record before it begins a transaction (PostgreSQL), learned
+   * from this engine's own calls; elsewhere always insert-first, in the transaction.
+   */
+  private final ClaimOrder claimOrder;
 
   public TransactionalEngine(JdbcEngine engine, Settings settings) {
     this.dataSource = engine.dataSource();
@@ -87,6 +93,8 @@ public final class TransactionalEngine {
     // the claim is needed, which saves a round trip where it cannot ride along.
     this.terminalPossible = settings.failurePolicy().hasTerminalRules();
     this.listener = settings.listener() == null ? null : OnceListener.guarded(settings.listener());
+    this.claimOrder = dialect.kind() == JdbcDialect.POSTGRESQL
+        ? engine.claimOrder().another() : ClaimOrder.fixed(false);
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -103,6 +111,11 @@ public final class TransactionalEngine {
     }
     Own scope = new Own(c);
     try {
+      long started = System.nanoTime();
+      Result<T> answered = readFirst(scope, key, fingerprint, codec, started);
+      if (answered != null) {
+        return answered;
+      }
       try {
         scope.autoCommit = sql.open(c);
       } catch (SQLException e) {
@@ -110,10 +123,48 @@ public final class TransactionalEngine {
         throw unavailable("claim on " + key, e);
       }
       scope.after = terminalPossible ? sql.savepointName(TxSql.AFTER) : null;
-      return run(scope, key, fingerprint, codec, work);
+      return run(scope, key, fingerprint, codec, work, started);
     } finally {
       scope.close();
     }
+  }
+
+  /**
+   * While most of this engine's recent calls met a committed record ({@link ClaimOrder}), reads
+   * the record before any transaction begins, in autocommit: a replay, a key held by a lease-mode
+   * worker or a mismatch is then answered by that one read, with no transaction begun, claimed in
+   * and rolled back. Null when the claim must run in the transaction: the order says insert
+   * first, the connection is not in autocommit (the read would begin a transaction), no record was
+   * seen (a new key, or a concurrent claim not committed yet, which the claim waits for), or the
+   * decision writes (a takeover). The claim's one {@code onStoreCall} then includes this read.
+   */
+  private <T> Result<T> readFirst(Own s, IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, long started) {
+    if (!claimOrder.readFirst()) {
+      return null;
+    }
+    ClaimRequest request = JdbcEngine.normalize(new ClaimRequest(key, fingerprint,
+        settings.clock().instant(), LEASE, settings.retention()));
+    IdempotencyRecord current;
+    try {
+      if (!s.c.getAutoCommit()) {
+        return null;
+      }
+      current = dialect.read(s.c, key);
+    } catch (SQLException e) {
+      storeCall("claim", started, false);
+      throw unavailable("claim on " + key, e);
+    }
+    if (current == null) {
+      return null; // the claim in the transaction records what it meets
+    }
+    ClaimRules.Decision decision = ClaimRules.decide(current, request);
+    if (decision.next() != null) {
+      return null;
+    }
+    claimOrder.record(true);
+    storeCall("claim", started, true);
+    return decision.claim().answer(key, codec, settings.clock(), listener);
   }
 
   /** Runs {@code work} in the caller's ongoing transaction on {@code c}. */
@@ -133,19 +184,21 @@ public final class TransactionalEngine {
     Joined scope = new Joined(c);
     scope.before = sql.savepointName(TxSql.BEFORE);
     scope.after = terminalPossible ? sql.savepointName(TxSql.AFTER) : null;
-    return run(scope, key, fingerprint, codec, work);
+    return run(scope, key, fingerprint, codec, work, System.nanoTime());
   }
 
   // ----------------------------------------------------------------------------------------------
   // the cycle
 
+  /** The cycle; {@code claimStarted}: when the first claim attempt (with any read before it) began. */
   private <T, X extends Exception> Result<T> run(Scope s, IdempotencyKey key,
-      Fingerprint fingerprint, Codec<T> codec, TransactionalWork<T, X> work) throws X {
+      Fingerprint fingerprint, Codec<T> codec, TransactionalWork<T, X> work, long claimStarted)
+      throws X {
     Claim claim;
     for (int attempt = 1; ; attempt++) {
       ClaimRequest request = JdbcEngine.normalize(new ClaimRequest(key, fingerprint,
           settings.clock().instant(), LEASE, settings.retention()));
-      long started = System.nanoTime();
+      long started = attempt == 1 ? claimStarted : System.nanoTime();
       try {
         s.begin();
         claim = claim(s, request);
@@ -228,6 +281,9 @@ public final class TransactionalEngine {
   private Claim claim(Scope s, ClaimRequest r) throws SQLException {
     ClaimRules.Decision fresh = ClaimRules.decide(null, r);
     TxSql.First first = sql.insertOrRead(s.c, fresh.next(), s.before, s.after);
+    if (s instanceof Own) {
+      claimOrder.record(!first.inserted());
+    }
     Claim answered =
         JdbcEngine.answeredByFirstStep(fresh, first.inserted(), first.current(), r);
     if (answered != null) {

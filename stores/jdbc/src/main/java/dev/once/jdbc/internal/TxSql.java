@@ -18,12 +18,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * the business SQL keeps the session's lock timeout), savepoints, and how the completion is written.
  *
  * <ul>
- *   <li>PostgreSQL: the claim is one round trip of several statements (pgjdbc sends them with one
- *       Sync): the session's lock timeout is saved and ours set, transaction-locally (as
- *       {@code SET LOCAL}), the {@code INSERT … ON CONFLICT DO NOTHING} CTE runs, and the saved
- *       timeout is restored;
- *       savepoints ride along. The completion {@code UPDATE} carries the {@code COMMIT} (or the
- *       {@code RELEASE SAVEPOINT}) in the same round trip.
+ *   <li>PostgreSQL: the claim is one statement ({@link PostgresDialect#transactionalClaimSql}):
+ *       it saves the session's lock timeout and sets ours, transaction-locally (as
+ *       {@code SET LOCAL}), inserts unless the key exists, restores the timeout, and reads the
+ *       existing row if there is one; savepoints ride along in the same round trip (pgjdbc sends
+ *       the statements with one Sync). A takeover's locked read is three statements in one round
+ *       trip (timeout saved and set, {@code SELECT … FOR UPDATE}, restored). The completion
+ *       {@code UPDATE} carries the {@code COMMIT} (or the {@code RELEASE SAVEPOINT}) in the same
+ *       round trip.
  *   <li>MariaDB: {@code SET STATEMENT innodb_lock_wait_timeout = n FOR INSERT …} scopes the wait to
  *       the one statement (whole seconds, rounded up; 0 answers at once). MySQL has no
  *       {@code SET STATEMENT}: the session variable is set and restored around the claim
@@ -200,13 +202,13 @@ abstract class TxSql {
       setTimeout = "SELECT set_config('lock_timeout', CASE WHEN set_config('once.lock_timeout',"
           + " current_setting('lock_timeout'), true) IS NULL THEN NULL ELSE '" + millis + "ms'"
           + " END, true)";
-      String insertOrRead = ((PostgresDialect) dialect).insertOrReadSql();
+      String claim = ((PostgresDialect) dialect).transactionalClaimSql(millis + "ms");
       for (int variant = 0; variant < 4; variant++) {
         StringBuilder sql = new StringBuilder();
         if ((variant & 1) != 0) {
           sql.append("SAVEPOINT ").append(savepointName(BEFORE)).append("; ");
         }
-        sql.append(bounded(insertOrRead));
+        sql.append(claim);
         if ((variant & 2) != 0) {
           sql.append("; SAVEPOINT ").append(savepointName(AFTER));
         }
@@ -227,7 +229,7 @@ abstract class TxSql {
       IdempotencyRecord seen;
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         Rows.bindKey(ps, dialect.bindInsert(ps, 1, fresh), fresh.key());
-        try (ResultSet rs = secondResultSet(ps)) {
+        try (ResultSet rs = resultSet(ps, 1)) {
           if (!rs.next()) {
             throw new SQLException("the claim statement returned no row");
           }
@@ -245,23 +247,24 @@ abstract class TxSql {
     IdempotencyRecord lockedRead(Connection c, IdempotencyKey key) throws SQLException {
       try (PreparedStatement ps = c.prepareStatement(lockSql)) {
         Rows.bindKey(ps, 1, key);
-        try (ResultSet rs = secondResultSet(ps)) {
+        try (ResultSet rs = resultSet(ps, 2)) {
           return rs.next() ? Rows.read(rs) : null;
         }
       }
     }
 
-    /** Runs a multi-statement {@code ps}; returns its second result set (left open). */
-    private static ResultSet secondResultSet(PreparedStatement ps) throws SQLException {
+    /** Runs a multi-statement {@code ps}; returns its {@code n}th result set (left open). */
+    private static ResultSet resultSet(PreparedStatement ps, int n) throws SQLException {
       boolean isResultSet = ps.execute();
       int seen = 0;
       while (true) {
         if (isResultSet) {
-          if (++seen == 2) {
+          if (++seen == n) {
             return ps.getResultSet();
           }
         } else if (ps.getUpdateCount() == -1) {
-          throw new SQLException("the claim statement returned " + seen + " result sets, not 2");
+          throw new SQLException("the claim statement returned " + seen + " result sets, not "
+              + n);
         }
         isResultSet = ps.getMoreResults(Statement.KEEP_CURRENT_RESULT);
       }

@@ -1,18 +1,23 @@
-package dev.once.sqs;
+package dev.once.testkit;
 
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
-/** Effects in this JVM's memory. */
-final class MemoryEffects implements Effects {
+/** {@link Effects} in this JVM's memory: for tests whose consumers all run in the test's JVM. */
+public final class MemoryEffects implements Effects {
 
   private final List<String[]> log = new ArrayList<>();
 
+  /** No effects yet. */
+  public MemoryEffects() {}
+
   @Override
   public synchronized void record(String eventId, String group) {
-    log.add(new String[] {eventId, group});
+    log.add(new String[] {Objects.requireNonNull(eventId, "eventId"),
+        Objects.requireNonNull(group, "group")});
   }
 
   @Override
@@ -31,6 +36,15 @@ final class MemoryEffects implements Effects {
       if (e[1].equals(group)) {
         out.add(e[0]);
       }
+    }
+    return out;
+  }
+
+  @Override
+  public synchronized List<String> sequence() {
+    List<String> out = new ArrayList<>();
+    for (String[] e : log) {
+      out.add(e[0]);
     }
     return out;
   }
