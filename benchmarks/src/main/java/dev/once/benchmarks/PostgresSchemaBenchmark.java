@@ -54,8 +54,8 @@ import org.postgresql.ds.PGSimpleDataSource;
  *       while duplicates dominate). Round trips per operation are counted.
  *   <li>{@code tx}: transactional mode in a transaction of its own, new keys and duplicates:
  *       {@code batch-of-three} (V2: lock timeout saved and set, insert-or-read, restored: three
- *       statements in one round trip, and a {@code ROLLBACK} for a duplicate), {@code one-statement}
- *       (the same folded into one statement, as the store sends it now), {@code cte-read-first},
+ *       statements in one round trip, and a {@code ROLLBACK} for a duplicate),
+ *       {@code one-statement} (the same folded into one statement, as the store sends it now), {@code cte-read-first},
  *       and {@code read-first} (a plain read in autocommit before any transaction: the store's
  *       order while duplicates dominate).
  * </ul>
@@ -91,7 +91,8 @@ public final class PostgresSchemaBenchmark {
       Double.parseDouble(System.getProperty("once.bench.warmup", "1"));
   private static final int PURGE_ROWS = Integer.getInteger("once.bench.purgeRows", 200_000);
   /** synchronous_commit for the measured sessions; unset: the server's. */
-  private static final String SYNCHRONOUS_COMMIT = System.getProperty("once.bench.synchronousCommit");
+  private static final String SYNCHRONOUS_COMMIT =
+      System.getProperty("once.bench.synchronousCommit");
   private static final String RUN = UUID.randomUUID().toString().substring(0, 6);
 
   private static final long LEASE = 30_000_000L; // µs

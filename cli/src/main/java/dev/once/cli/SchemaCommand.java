@@ -23,7 +23,9 @@ import picocli.CommandLine.Spec;
     header = "Prints or applies the DDL of a SQL store.",
     description = {
         "Prints the store's migrations for its dialect, without connecting: V1 creates the table "
-            + "and its indexes (IF NOT EXISTS), V2 adds the claim_id column to a table made by V1.",
+            + "and its indexes (IF NOT EXISTS), V2 adds the claim_id column to a table made by V1, "
+            + "and on PostgreSQL V3 adds purge_after and its index in place of the expiry index "
+            + "(completions become HOT updates).",
         "With --apply, connects and applies what is missing (an up-to-date table is left alone); "
             + "running it twice is harmless.",
         "Exit code 0 on success; 2 for bad options, a store without a SQL schema, or a store that "

@@ -7,7 +7,7 @@ package dev.once.jdbc.internal;
  * {@code INSERT} that finds the key, then the read). Read-first costs a duplicate one (a plain
  * read by primary key, cheaper still than an insert that finds the key) and a new key two. No
  * single statement does both in one round trip without taxing new keys: a CTE that inserts and
- * reads cost new keys 15–19% of their throughput when measured
+ * reads cost new keys 7–19% of their throughput when measured
  * ({@code PostgresSchemaBenchmark}), so each claim instead takes the order that suits the recent
  * stream: claims report whether they met an existing row, and while more than half of the recent
  * ones did, claims read first. A stream of new keys therefore sends exactly the statements it

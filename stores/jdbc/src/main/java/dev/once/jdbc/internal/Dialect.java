@@ -107,7 +107,7 @@ public abstract class Dialect {
     return i;
   }
 
-  /** Binds {@link #insertSql}'s columns for {@code fresh} from {@code i}; returns the next index. */
+  /** Binds {@link #insertSql}'s columns for {@code fresh} from {@code i}; returns the next. */
   final int bindInsert(PreparedStatement ps, int i, IdempotencyRecord fresh) throws SQLException {
     i = Rows.bindAll(ps, i, fresh);
     if (expiryFloor) {

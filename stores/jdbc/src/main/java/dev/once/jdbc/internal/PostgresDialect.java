@@ -21,8 +21,8 @@ import java.util.Set;
  * (one round trip for a new key), followed by a read of the existing row only on conflict, or,
  * while most recent claims met an existing row, the read first ({@link ClaimOrder}); transactional
  * mode uses {@link #transactionalClaimSql}, one statement that also reads the existing row. A
- * decision that writes then runs {@code SELECT … FOR UPDATE}, decide, {@code UPDATE}, commit. A batch
- * inserts every absent key with one {@code INSERT … SELECT FROM unnest(…)} and locks the others
+ * decision that writes then runs {@code SELECT … FOR UPDATE}, decide, {@code UPDATE}, commit. A
+ * batch inserts every absent key with one {@code INSERT … SELECT FROM unnest(…)} and locks the others
  * with one {@code SELECT … ORDER BY key FOR UPDATE}. Schema version 3's {@code purge_after} keeps
  * every completion and failure clear of indexed columns, so they are HOT updates.
  */

@@ -190,7 +190,7 @@ public final class TransactionalEngine {
   // ----------------------------------------------------------------------------------------------
   // the cycle
 
-  /** The cycle; {@code claimStarted}: when the first claim attempt (with any read before it) began. */
+  /** The cycle; {@code claimStarted}: when the first claim (and any read before it) began. */
   private <T, X extends Exception> Result<T> run(Scope s, IdempotencyKey key,
       Fingerprint fingerprint, Codec<T> codec, TransactionalWork<T, X> work, long claimStarted)
       throws X {

@@ -19,8 +19,9 @@
 --
 -- The constant default adds the column without rewriting a row (PostgreSQL 11 on); ALTER TABLE
 -- holds an ACCESS EXCLUSIVE lock for that instant. CREATE INDEX blocks writes while it reads the
--- table: on a large table create ${name}_purge_idx first with CREATE INDEX CONCURRENTLY (this script
--- then skips it), or run this script at a quiet time. DROP INDEX takes the table's lock briefly.
+-- table: on a large table run the ADD COLUMN, then CREATE INDEX CONCURRENTLY ${name}_purge_idx
+-- yourself (this script then skips it), or run this script at a quiet time. DROP INDEX takes the
+-- table's lock briefly.
 ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS purge_after bigint NOT NULL DEFAULT 0;
 -- A B-tree: purgeExpired reads the oldest floors in order and stops after its batch, whatever the
 -- physical order of the rows (a BRIN index is only as good as the order rows were written in, and
