@@ -1,30 +1,16 @@
 package dev.once.benchmarks;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
-import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.OnceListener;
-import dev.once.jdbc.JdbcDialect;
-import dev.once.jdbc.JdbcStore;
+import dev.once.benchmarks.BenchStores.StoreUnderTest;
 import dev.once.kafka.DeadLetterPublisher;
 import dev.once.kafka.IdempotentConsumer;
 import dev.once.kafka.IdempotentConsumerLoop;
 import dev.once.kafka.KeyDerivation;
-import dev.once.redis.RedisStore;
-import dev.once.spi.IdempotencyStore;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -79,16 +65,6 @@ public final class KafkaConsumerBenchmark {
 
   private KafkaConsumerBenchmark() {}
 
-  /** A store under test and what to release after it. */
-  interface StoreUnderTest extends AutoCloseable {
-    String name();
-
-    IdempotencyStore store();
-
-    @Override
-    void close() throws Exception;
-  }
-
   /** One run's measurements. */
   record Run(String store, boolean batch, int records, double seconds, double claimMicros,
       double completeMicros) {
@@ -124,7 +100,7 @@ public final class KafkaConsumerBenchmark {
           (System.nanoTime() - producing) / 1e9);
 
       for (String name : stores) {
-        try (StoreUnderTest store = open(name.trim())) {
+        try (StoreUnderTest store = BenchStores.open(name.trim(), "kafka")) {
           // Warm-up (JIT, pools, broker caches): one run of each mode, not reported.
           consume(cluster, producer, topic, records, store, false);
           consume(cluster, producer, topic, records, store, true);
@@ -149,113 +125,6 @@ public final class KafkaConsumerBenchmark {
 
   // ---------------------------------------------------------------------------------------------
 
-  static StoreUnderTest open(String name) throws Exception {
-    switch (name) {
-      case "memory": {
-        InMemoryStore store = new InMemoryStore();
-        return new StoreUnderTest() {
-          public String name() {
-            return "memory";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() {}
-        };
-      }
-      case "postgres": {
-        String url = System.getProperty("once.bench.postgres");
-        EmbeddedPostgres embedded = url == null ? EmbeddedPostgres.builder().start() : null;
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(url != null ? url : embedded.getJdbcUrl("postgres", "postgres"));
-        config.setMaximumPoolSize(4);
-        HikariDataSource pool = new HikariDataSource(config);
-        JdbcStore store = JdbcStore.builder(pool).dialect(JdbcDialect.POSTGRESQL)
-            .table("once_kafka_bench_" + UUID.randomUUID().toString().substring(0, 8)).build();
-        store.createSchema();
-        return new StoreUnderTest() {
-          public String name() {
-            return "postgres";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() throws Exception {
-            pool.close();
-            if (embedded != null) {
-              embedded.close();
-            }
-          }
-        };
-      }
-      case "redis": {
-        String uri = System.getProperty("once.bench.redis");
-        Process server = null;
-        Path dir = null;
-        if (uri == null || uri.isBlank()) {
-          dir = Files.createTempDirectory("once-kafka-bench-redis");
-          int port = freePort();
-          server = new ProcessBuilder(System.getenv().getOrDefault("ONCE_REDIS_SERVER",
-              "redis-server"), "--port", Integer.toString(port), "--bind", "127.0.0.1",
-              "--save", "", "--appendonly", "no", "--dir", dir.toString())
-              .redirectErrorStream(true)
-              .redirectOutput(dir.resolve("redis.log").toFile())
-              .start();
-          Process started = server;
-          Runtime.getRuntime().addShutdownHook(new Thread(started::destroyForcibly));
-          uri = "redis://127.0.0.1:" + port;
-          awaitPort(port);
-        }
-        RedisStore store = RedisStore.builder(uri)
-            .keyPrefix("once-kafka-bench-" + UUID.randomUUID().toString().substring(0, 8) + ":")
-            .commandTimeout(Duration.ofSeconds(10)).build();
-        Process owned = server;
-        Path ownedDir = dir;
-        return new StoreUnderTest() {
-          public String name() {
-            return "redis";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() throws Exception {
-            store.close();
-            if (owned != null) {
-              owned.destroyForcibly().waitFor();
-              try (var paths = Files.walk(ownedDir)) {
-                paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-              }
-            }
-          }
-        };
-      }
-      default:
-        throw new IllegalArgumentException("unknown store " + name + " (memory, postgres, redis)");
-    }
-  }
-
-  private static int freePort() throws IOException {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
-      return s.getLocalPort();
-    }
-  }
-
-  private static void awaitPort(int port) throws InterruptedException {
-    for (int i = 0; i < 500; i++) {
-      try (Socket probe = new Socket("127.0.0.1", port)) {
-        return;
-      } catch (IOException notYet) {
-        Thread.sleep(10);
-      }
-    }
-    throw new IllegalStateException("redis-server did not start on port " + port);
-  }
 
   /** Consumes the whole topic with a fresh group (so every key is new) and times it. */
   static Run consume(KafkaClusterTestKit cluster, KafkaProducer<byte[], byte[]> producer,

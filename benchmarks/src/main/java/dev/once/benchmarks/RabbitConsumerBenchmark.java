@@ -4,18 +4,11 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
-import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.OnceListener;
-import dev.once.jdbc.JdbcDialect;
-import dev.once.jdbc.JdbcStore;
+import dev.once.benchmarks.BenchStores.StoreUnderTest;
 import dev.once.rabbitmq.IdempotentRabbitConsumer;
 import dev.once.rabbitmq.Subscription;
-import dev.once.redis.RedisStore;
-import dev.once.spi.IdempotencyStore;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,16 +58,6 @@ public final class RabbitConsumerBenchmark {
 
   private RabbitConsumerBenchmark() {}
 
-  /** A store under test and what to release after it. */
-  interface StoreUnderTest extends AutoCloseable {
-    String name();
-
-    IdempotencyStore store();
-
-    @Override
-    void close() throws Exception;
-  }
-
   /** One run's measurements. */
   record Run(String store, boolean batch, int messages, double seconds, double claimMicros,
       double completeMicros, double batchSize) {
@@ -100,7 +83,7 @@ public final class RabbitConsumerBenchmark {
     List<Run> runs = new ArrayList<>();
     try (Connection connection = factory.newConnection("once-rabbitmq-bench")) {
       for (String name : stores) {
-        try (StoreUnderTest store = open(name.trim())) {
+        try (StoreUnderTest store = BenchStores.open(name.trim(), "rabbit")) {
           // Warm-up (JIT, pools, broker): one run of each mode, not reported.
           consume(connection, store, messages, prefetch, false);
           consume(connection, store, messages, prefetch, true);
@@ -123,77 +106,6 @@ public final class RabbitConsumerBenchmark {
 
   // ---------------------------------------------------------------------------------------------
 
-  static StoreUnderTest open(String name) throws Exception {
-    switch (name) {
-      case "memory": {
-        InMemoryStore store = new InMemoryStore();
-        return new StoreUnderTest() {
-          public String name() {
-            return "memory";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() {}
-        };
-      }
-      case "postgres": {
-        String url = System.getProperty("once.bench.postgres");
-        EmbeddedPostgres embedded = url == null ? EmbeddedPostgres.builder().start() : null;
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(url != null ? url : embedded.getJdbcUrl("postgres", "postgres"));
-        config.setMaximumPoolSize(4);
-        HikariDataSource pool = new HikariDataSource(config);
-        JdbcStore store = JdbcStore.builder(pool).dialect(JdbcDialect.POSTGRESQL)
-            .table("once_rabbit_bench_" + UUID.randomUUID().toString().substring(0, 8)).build();
-        store.createSchema();
-        return new StoreUnderTest() {
-          public String name() {
-            return "postgres";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() throws Exception {
-            pool.close();
-            if (embedded != null) {
-              embedded.close();
-            }
-          }
-        };
-      }
-      case "redis": {
-        String uri = System.getProperty("once.bench.redis");
-        PrivateRedisServer server = uri == null || uri.isBlank() ? PrivateRedisServer.start()
-            : null;
-        RedisStore store = RedisStore.builder(server != null ? server.uri() : uri)
-            .keyPrefix("once-rabbit-bench-" + UUID.randomUUID().toString().substring(0, 8) + ":")
-            .commandTimeout(Duration.ofSeconds(10)).build();
-        return new StoreUnderTest() {
-          public String name() {
-            return "redis";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() throws Exception {
-            store.close();
-            if (server != null) {
-              server.close();
-            }
-          }
-        };
-      }
-      default:
-        throw new IllegalArgumentException("unknown store " + name + " (memory, postgres, redis)");
-    }
-  }
 
   /** Fills a fresh queue with {@code messages}, consumes it with a fresh scope, and times it. */
   static Run consume(Connection connection, StoreUnderTest store, int messages, int prefetch,

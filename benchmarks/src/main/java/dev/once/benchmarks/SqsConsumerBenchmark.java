@@ -1,15 +1,9 @@
 package dev.once.benchmarks;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
-import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.OnceListener;
-import dev.once.jdbc.JdbcDialect;
-import dev.once.jdbc.JdbcStore;
-import dev.once.spi.IdempotencyStore;
+import dev.once.benchmarks.BenchStores.StoreUnderTest;
 import dev.once.sqs.IdempotentSqsConsumer;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,16 +59,6 @@ public final class SqsConsumerBenchmark {
 
   private SqsConsumerBenchmark() {}
 
-  /** A store under test and what to release after it. */
-  interface StoreUnderTest extends AutoCloseable {
-    String name();
-
-    IdempotencyStore store();
-
-    @Override
-    void close() throws Exception;
-  }
-
   /** One run's measurements. */
   record Run(String store, boolean batch, int messages, double seconds, double claimMicros,
       double completeMicros) {
@@ -103,7 +87,7 @@ public final class SqsConsumerBenchmark {
             AwsBasicCredentials.create("bench", "bench")))
         .build()) {
       for (String name : stores) {
-        try (StoreUnderTest store = open(name.trim())) {
+        try (StoreUnderTest store = BenchStores.open(name.trim(), "sqs")) {
           // Warm-up (JIT, pools, server): one run of each mode, not reported.
           consume(sqs, messages, batchSize, store, false);
           consume(sqs, messages, batchSize, store, true);
@@ -128,53 +112,6 @@ public final class SqsConsumerBenchmark {
 
   // ---------------------------------------------------------------------------------------------
 
-  static StoreUnderTest open(String name) throws Exception {
-    switch (name) {
-      case "memory": {
-        InMemoryStore store = new InMemoryStore();
-        return new StoreUnderTest() {
-          public String name() {
-            return "memory";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() {}
-        };
-      }
-      case "postgres": {
-        String url = System.getProperty("once.bench.postgres");
-        EmbeddedPostgres embedded = url == null ? EmbeddedPostgres.builder().start() : null;
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(url != null ? url : embedded.getJdbcUrl("postgres", "postgres"));
-        config.setMaximumPoolSize(4);
-        HikariDataSource pool = new HikariDataSource(config);
-        JdbcStore store = JdbcStore.builder(pool).dialect(JdbcDialect.POSTGRESQL)
-            .table("once_sqs_bench_" + UUID.randomUUID().toString().substring(0, 8)).build();
-        store.createSchema();
-        return new StoreUnderTest() {
-          public String name() {
-            return "postgres";
-          }
-
-          public IdempotencyStore store() {
-            return store;
-          }
-
-          public void close() throws Exception {
-            pool.close();
-            if (embedded != null) {
-              embedded.close();
-            }
-          }
-        };
-      }
-      default:
-        throw new IllegalArgumentException("unknown store " + name + " (memory, postgres)");
-    }
-  }
 
   /** Fills a fresh queue, consumes it with a fresh consumer (every key new) and times it. */
   static Run consume(SqsClient sqs, int messages, int batchSize, StoreUnderTest store,

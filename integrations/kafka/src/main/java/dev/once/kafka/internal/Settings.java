@@ -13,14 +13,4 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 public record Settings<K, V>(RecordHandler<K, V> handler, String scope, KeyDerivation<K, V> keys,
     Function<ConsumerRecord<K, V>, Fingerprint> fingerprint, NoKeyPolicy noKeyPolicy,
     DeadLetterPublisher<K, V> deadLetters, int maxAttempts, Duration initialBackoff,
-    Duration maxBackoff, Duration inProgressBackoff, boolean batchClaims, Duration pollTimeout) {
-
-  /** The pause before retry number {@code attempt} + 1: doubling from the initial, capped. */
-  Duration backoff(int attempt) {
-    Duration pause = initialBackoff;
-    for (int i = 1; i < attempt && pause.compareTo(maxBackoff) < 0; i++) {
-      pause = pause.multipliedBy(2);
-    }
-    return pause.compareTo(maxBackoff) <= 0 ? pause : maxBackoff;
-  }
-}
+    Duration maxBackoff, Duration inProgressBackoff, boolean batchClaims, Duration pollTimeout) {}
