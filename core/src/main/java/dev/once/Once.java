@@ -106,6 +106,8 @@ public final class Once {
     builder.heartbeat = config.heartbeat();
     builder.clockSkewMargin = config.clockSkewMargin();
     builder.coalescedCallsInFlight = config.coalescedCallsInFlight();
+    builder.steps.putAll(config.steps);
+    builder.compensationAttempts = config.compensationAttempts();
     return builder;
   }
 
@@ -147,6 +149,8 @@ public final class Once {
     private final Scheduler heartbeat;
     private final Duration clockSkewMargin;
     private final int coalescedCallsInFlight;
+    private final java.util.Map<String, Step<?>> steps;
+    private final int compensationAttempts;
 
     private Config(Builder b, int maxPayloadBytes) {
       this.store = b.store;
@@ -161,6 +165,24 @@ public final class Once {
       this.heartbeat = b.heartbeat;
       this.clockSkewMargin = b.clockSkewMargin;
       this.coalescedCallsInFlight = b.coalescedCallsInFlight;
+      this.steps = java.util.Map.copyOf(b.steps);
+      this.compensationAttempts = b.compensationAttempts;
+    }
+
+    /**
+     * The step declared under {@code name} with {@link Builder#steps}, if any: how an attempt
+     * compensates a step the journal says is done when the attempt itself never reached it.
+     */
+    public java.util.Optional<Step<?>> step(String name) {
+      return java.util.Optional.ofNullable(steps.get(name));
+    }
+
+    /**
+     * How many attempts at compensating a terminal failure may fail before the failure is stored
+     * anyway, naming the steps left uncompensated ({@link Builder#compensationAttempts}).
+     */
+    public int compensationAttempts() {
+      return compensationAttempts;
     }
 
     /** Where records live. */
@@ -243,7 +265,8 @@ public final class Once {
           + ", inProgress=" + inProgress + ", failurePolicy=" + failurePolicy
           + ", maxPayloadBytes=" + maxPayloadBytes + ", clock=" + clock + ", heartbeat="
           + (heartbeat != null) + ", clockSkewMargin=" + clockSkewMargin
-          + ", coalescedCallsInFlight=" + coalescedCallsInFlight + "]";
+          + ", coalescedCallsInFlight=" + coalescedCallsInFlight + ", steps=" + steps.keySet()
+          + ", compensationAttempts=" + compensationAttempts + "]";
     }
   }
 
@@ -257,6 +280,8 @@ public final class Once {
     public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
     /** Default retention: 24 hours, as Stripe. */
     public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
+    /** Default number of failed attempts at compensating before a failure is stored anyway. */
+    public static final int DEFAULT_COMPENSATION_ATTEMPTS = 5;
     /** Default bound on a stored outcome or checkpoint: 1 MiB. */
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
 
@@ -272,6 +297,8 @@ public final class Once {
     private Scheduler heartbeat;
     private Duration clockSkewMargin = Duration.ZERO;
     private int coalescedCallsInFlight;
+    private final java.util.Map<String, Step<?>> steps = new java.util.LinkedHashMap<>();
+    private int compensationAttempts = DEFAULT_COMPENSATION_ATTEMPTS;
 
     private Builder(IdempotencyStore store) {
       this.store = Objects.requireNonNull(store, "store");
@@ -371,6 +398,42 @@ public final class Once {
             + maxCallsInFlight);
       }
       this.coalescedCallsInFlight = maxCallsInFlight;
+      return this;
+    }
+
+    /**
+     * Declares the steps whose compensations must run on any attempt, not only on one that reaches
+     * them. An attempt compensates the steps it ran itself; a later attempt that fails before it
+     * reaches a step (a transient error, an early return, a branch that skips it) knows how to undo
+     * what the journal says an earlier attempt did only from this declaration. Declare every step
+     * that has a {@linkplain Step#compensate compensation}: a terminal failure whose journal names
+     * a compensable step that is neither declared nor reached is not stored as final until
+     * {@link #compensationAttempts} attempts have tried, and is then stored naming that step as
+     * not compensated. Step names are unique within one {@code Once}.
+     *
+     * @throws IllegalArgumentException if two different steps share a name
+     */
+    public Builder steps(Step<?>... steps) {
+      java.util.Objects.requireNonNull(steps, "steps");
+      for (Step<?> step : steps) {
+        java.util.Objects.requireNonNull(step, "step");
+        Step<?> earlier = this.steps.putIfAbsent(step.name(), step);
+        if (earlier != null && earlier != step) {
+          throw new IllegalArgumentException("two different steps are named '" + step.name()
+              + "': a step name is unique within one Once");
+        }
+      }
+      return this;
+    }
+
+    /**
+     * How many attempts at compensating a terminal failure may fail (a compensation threw, or a
+     * compensable step is neither declared nor reached) before the failure is stored anyway, as
+     * final, naming the steps left uncompensated. Each failed attempt is journaled; the next
+     * delivery or call retries the compensations not yet done. Default 5.
+     */
+    public Builder compensationAttempts(int attempts) {
+      this.compensationAttempts = dev.once.spi.Checks.positive(attempts, "compensationAttempts");
       return this;
     }
 

@@ -27,7 +27,13 @@ public record DeadLetter<M>(M message, Reason reason, dev.once.IdempotencyKey ke
     /** No idempotency key could be derived ({@link NoKeyPolicy#DEAD_LETTER}). */
     NO_KEY,
     /** The key was used before with another payload (another fingerprint). */
-    KEY_REUSED
+    KEY_REUSED,
+    /**
+     * The handler failed terminally (or ran out of retries) and undoing its steps kept failing
+     * ({@link dev.once.Once.Builder#compensationAttempts}): the failure is stored naming the
+     * steps left uncompensated, which need a person.
+     */
+    COMPENSATION_FAILED
   }
 
   public DeadLetter {

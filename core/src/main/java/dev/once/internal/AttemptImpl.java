@@ -17,7 +17,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -38,10 +43,14 @@ public final class AttemptImpl implements Attempt {
   private volatile Instant leaseUntil;
   /** The steps and the user's checkpoint, as last written to (or read from) the record. */
   private volatile Journal journal;
-  /** Compensations of the steps this attempt completed or replayed, in the order reached. */
-  private final List<Runnable> compensations = new ArrayList<>();
-  private final List<String> compensationNames = new ArrayList<>();
+  /** Compensations of the steps this attempt completed or replayed, by step name. */
+  private final Map<String, Runnable> compensations = new HashMap<>();
+  /** Undeclared compensable steps already warned about (once per name and JVM). */
+  private static final Set<String> UNDECLARED_WARNED = ConcurrentHashMap.newKeySet();
   private volatile boolean leaseLost;
+  /** Stops the heartbeat: taken by each beat and by {@link #startHeartbeat}'s cancel. */
+  private final ReentrantLock beating = new ReentrantLock();
+  private boolean beatsStopped; // guarded by beating
 
   public AttemptImpl(IdempotencyKey key, Claim.Acquired acquired, Once.Config config,
       StoreCalls store) {
@@ -164,17 +173,20 @@ public final class AttemptImpl implements Attempt {
       }
       if (step.reconciler().isPresent()) {
         // The intent first: a takeover that finds it asks the reconciler instead of guessing.
-        write(journal.with(new Journal.Entry(name, Journal.State.STARTED, "", new byte[0])),
+        write(journal.with(new Journal.Entry(name, Journal.State.STARTED, "", new byte[0],
+            step.compensation().isPresent())),
             "step " + name);
       }
     }
+    refuseIfLapsed(); // no effect starts on a lease that passed while this worker was away
     T value;
     try {
       value = body.run(stepKey);
     } catch (Exception | Error failure) {
       if (!(failure instanceof LeaseLostException) && config.failurePolicy().isTerminal(failure)) {
         write(journal.with(new Journal.Entry(name, Journal.State.FAILED,
-            Outcome.FAILURE_MEDIA_TYPE, Journal.failureOf(failure).body())), "step " + name);
+            Outcome.FAILURE_MEDIA_TYPE, Journal.failureOf(failure).body(), false)),
+            "step " + name);
       }
       throw Execution.rethrow(failure);
     }
@@ -207,78 +219,148 @@ public final class AttemptImpl implements Attempt {
     } catch (VirtualMachineError e) {
       throw e;
     } catch (Throwable e) {
-      journalNotStored(name, e);
+      journalNotStored(step, e);
       return;
     }
     try {
       write(journal.with(new Journal.Entry(name, Journal.State.DONE, step.codec().mediaType(),
-          body)), "result of step " + name);
+          body, step.compensation().isPresent())), "result of step " + name);
     } catch (PayloadTooLargeException e) {
-      journalNotStored(name, e); // refused before any call: nothing was written
+      journalNotStored(step, e); // refused before any call: nothing was written
     }
   }
 
-  private void journalNotStored(String name, Throwable cause) {
+  private void journalNotStored(Step<?> step, Throwable cause) {
+    String name = step.name();
     LOG.log(System.Logger.Level.WARNING, "the result of step '" + name + "' of " + key
         + " cannot be journaled (" + cause + "); journaled without it, so the step does not run "
         + "again", cause);
     write(journal.with(new Journal.Entry(name, Journal.State.NOT_STORED, "",
-        Execution.describe(cause).getBytes(StandardCharsets.UTF_8))), "step " + name);
+        Execution.describe(cause).getBytes(StandardCharsets.UTF_8),
+        step.compensation().isPresent())), "step " + name);
   }
 
   private <T> void registerCompensation(Step<T> step, T value) {
     step.compensation().ifPresent(c -> {
-      if (compensationNames.contains(step.name())) {
-        return;
+      if (config.step(step.name()).isEmpty() && UNDECLARED_WARNED.add(step.name())) {
+        LOG.log(System.Logger.Level.WARNING, "step ''{0}'' has a compensation but is not declared"
+            + " with Once.Builder.steps: a retry that fails before it reaches this step cannot"
+            + " compensate it", step.name());
       }
-      String compensationKey = key.downstreamKey(step.name() + ":compensation");
-      compensationNames.add(step.name());
-      compensations.add(() -> {
-        try {
-          c.undo(value, compensationKey);
-        } catch (RuntimeException e) {
-          throw e;
-        } catch (Exception e) {
-          throw new CompensationFailed(step.name(), e);
-        }
-      });
+      compensations.putIfAbsent(step.name(), () -> undo(step, c, value));
     });
   }
 
-  /**
-   * Before a terminal failure is stored: commits the journal to it, then runs the compensations of
-   * the completed steps in reverse order, each journaled as done so none runs twice.
-   *
-   * @return the names of the steps compensated, in the order undone (empty when none)
-   * @throws RuntimeException what a compensation threw: the failure must not be stored yet, the
-   *     next attempt retries the remaining compensations
-   */
-  public List<String> compensate(Throwable failure) {
-    if (compensations.isEmpty() && journal.failure() == null) {
-      return List.of();
+  private <T> void undo(Step<T> step, Step.Compensation<T> compensation, T value) {
+    try {
+      compensation.undo(value, key.downstreamKey(step.name() + ":compensation"));
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new CompensationFailed("the compensation of step '" + step.name() + "' failed: " + e,
+          e);
     }
-    if (journal.failure() == null) {
+  }
+
+  /**
+   * How to undo the journaled step {@code entry}: the compensation this attempt registered when it
+   * reached the step, else the declared step's ({@link Once.Builder#steps}) applied to the
+   * journaled result; null when neither is known.
+   */
+  private Runnable undoFor(Journal.Entry entry) {
+    Runnable own = compensations.get(entry.name());
+    if (own != null) {
+      return own;
+    }
+    if (entry.state() != Journal.State.DONE) {
+      return null; // NOT_STORED: the result is gone, only the attempt that made it can undo it
+    }
+    return config.step(entry.name()).flatMap(step -> declaredUndo(step, entry)).orElse(null);
+  }
+
+  private <T> Optional<Runnable> declaredUndo(Step<T> step, Journal.Entry entry) {
+    return step.compensation().map(c -> () -> undo(step, c, step.codec().decode(entry.body())));
+  }
+
+  /** Whether {@code entry} is a finished step that must be undone before a failure is final. */
+  private boolean toUndo(Journal.Entry entry) {
+    boolean finished = entry.state() == Journal.State.DONE
+        || entry.state() == Journal.State.NOT_STORED;
+    return finished && (entry.compensable() || undoFor(entry) != null);
+  }
+
+  /**
+   * Before a terminal failure is stored: commits the journal to it, then undoes every finished
+   * step the journal names that has a compensation, newest first, each journaled as compensated
+   * so none is undone twice: those this attempt reached by the compensation it registered, the
+   * others by their declared step ({@link Once.Builder#steps}). A compensation that throws, or a
+   * compensable step neither reached nor declared, stops the undoing there; the failed try is
+   * journaled and, until {@link Once.Config#compensationAttempts} tries have failed,
+   * {@link CompensationFailed} is thrown (store nothing, release the key: the next attempt undoes
+   * the rest). After that many, the failure is final all the same, naming what was not undone.
+   *
+   * @return the failure to store, naming the steps undone and those left undone
+   * @throws CompensationFailed if undoing failed and tries are left
+   */
+  public Termination terminate(Throwable failure) {
+    Outcome committed = journal.failure();
+    String type = committed != null ? committed.failureType() : failure.getClass().getName();
+    String message = committed != null ? committed.failureMessage()
+        : failure.getMessage() == null ? "" : failure.getMessage();
+    List<Journal.Entry> entries = journal.entries();
+    if (committed == null && entries.stream().noneMatch(this::toUndo)) {
+      return new Termination(Outcome.failure(type, message), List.of(), List.of());
+    }
+    if (committed == null) {
       write(journal.withFailure(Journal.failureOf(failure)), "the failure being compensated");
     }
-    for (int i = compensations.size() - 1; i >= 0; i--) {
-      String name = compensationNames.get(i);
-      Journal.Entry entry = journal.entry(name);
-      if (entry == null || entry.state() != Journal.State.DONE) {
+    RuntimeException stoppedBy = null;
+    for (int i = entries.size() - 1; i >= 0 && stoppedBy == null; i--) {
+      Journal.Entry entry = journal.entry(entries.get(i).name());
+      if (!toUndo(entry)) {
         continue;
       }
-      compensations.get(i).run();
-      write(journal.with(new Journal.Entry(name, Journal.State.COMPENSATED, entry.mediaType(),
-          entry.body())), "compensation of step " + name);
+      Runnable undo = undoFor(entry);
+      if (undo == null) {
+        stoppedBy = new CompensationFailed("step '" + entry.name() + "' is compensable but was"
+            + " neither reached by this attempt nor declared with Once.Builder.steps", null);
+        continue;
+      }
+      try {
+        undo.run();
+      } catch (RuntimeException e) {
+        stoppedBy = e;
+        continue;
+      }
+      write(journal.with(entry.in(Journal.State.COMPENSATED)), "compensation of step "
+          + entry.name());
     }
-    // Every step undone, by this attempt or an earlier one, in the order undone: newest first.
-    List<String> all = new ArrayList<>();
-    List<Journal.Entry> entries = journal.entries();
-    for (int i = entries.size() - 1; i >= 0; i--) {
-      if (entries.get(i).state() == Journal.State.COMPENSATED) {
-        all.add(entries.get(i).name());
+    List<String> undone = new ArrayList<>();
+    List<String> left = new ArrayList<>();
+    List<Journal.Entry> now = journal.entries();
+    for (int i = now.size() - 1; i >= 0; i--) {
+      Journal.Entry entry = now.get(i);
+      if (entry.state() == Journal.State.COMPENSATED) {
+        undone.add(entry.name());
+      } else if (toUndo(entry)) {
+        left.add(entry.name());
       }
     }
-    return all;
+    if (stoppedBy != null) {
+      write(journal.withCompensationFailure(), "a failed compensation");
+      if (journal.compensationFailures() < config.compensationAttempts()) {
+        throw stoppedBy;
+      }
+      LOG.log(System.Logger.Level.WARNING, "compensating the failure of " + key + " failed "
+          + journal.compensationFailures() + " times; stored as final, not compensated: "
+          + String.join(", ", left), stoppedBy);
+    }
+    String summary = undone.isEmpty() ? "" : "compensated: " + String.join(", ", undone);
+    if (!left.isEmpty()) {
+      summary += (summary.isEmpty() ? "" : "; ") + "NOT compensated: " + String.join(", ", left);
+    }
+    return new Termination(Outcome.failure(type, summary.isEmpty() ? message
+        : message + " (" + summary + ")"), List.copyOf(undone), List.copyOf(left));
   }
 
   /**
@@ -292,28 +374,23 @@ public final class AttemptImpl implements Attempt {
   }
 
   /**
-   * For a terminal failure: runs the compensations ({@link #compensate}) and returns the outcome
-   * to store, the failure (the committed one, if an earlier attempt began compensating) naming
-   * the steps compensated.
-   *
-   * @throws RuntimeException what a compensation threw: store nothing, release the key
+   * What a terminal failure came to: the failure to store, the steps undone (newest first) and
+   * those left undone because compensating them kept failing.
    */
-  public Outcome terminalOutcome(Throwable failure) {
-    Outcome committed = journal.failure();
-    List<String> compensated = compensate(failure);
-    String type = committed != null ? committed.failureType() : failure.getClass().getName();
-    String message = committed != null ? committed.failureMessage()
-        : failure.getMessage() == null ? "" : failure.getMessage();
-    return Outcome.failure(type, compensated.isEmpty() ? message
-        : message + " (compensated: " + String.join(", ", compensated) + ")");
+  public record Termination(Outcome outcome, List<String> compensated,
+      List<String> notCompensated) {
+    /** Whether every compensable step was undone. */
+    public boolean fullyCompensated() {
+      return notCompensated.isEmpty();
+    }
   }
 
-  /** What a compensation threw, checked: wrapped so it can pass through. */
+  /** Why compensating stopped: what a compensation threw (checked: wrapped), or a missing one. */
   public static final class CompensationFailed extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    CompensationFailed(String step, Exception cause) {
-      super("the compensation of step '" + step + "' failed: " + cause, cause);
+    CompensationFailed(String message, Exception cause) {
+      super(message, cause);
     }
   }
 
@@ -330,7 +407,9 @@ public final class AttemptImpl implements Attempt {
 
   /**
    * Extends the lease every third of it until the task is cancelled, if the config has a
-   * heartbeat scheduler; else null.
+   * heartbeat scheduler; else null. Cancelling waits for a beat in flight and no beat starts after
+   * it, so the caller may then complete the claim: a beat extending it behind the completion would
+   * find the record completed and report a lease lost that was not.
    */
   public Scheduler.Task startHeartbeat() {
     Scheduler scheduler = config.heartbeat();
@@ -338,8 +417,25 @@ public final class AttemptImpl implements Attempt {
       return null;
     }
     Duration period = config.lease().dividedBy(3);
-    return scheduler.scheduleAtFixedRate(this::heartbeat,
-        period.isZero() ? Duration.ofMillis(1) : period);
+    Scheduler.Task task = scheduler.scheduleAtFixedRate(() -> {
+      beating.lock();
+      try {
+        if (!beatsStopped) {
+          heartbeat();
+        }
+      } finally {
+        beating.unlock();
+      }
+    }, period.isZero() ? Duration.ofMillis(1) : period);
+    return () -> {
+      beating.lock();
+      try {
+        beatsStopped = true;
+      } finally {
+        beating.unlock();
+      }
+      task.cancel();
+    };
   }
 
   /**
@@ -373,6 +469,20 @@ public final class AttemptImpl implements Attempt {
       return;
     }
     extendLease();
+  }
+
+  /**
+   * Refuses to start work or a step on a lease that has passed by this worker's clock (a thread
+   * frozen between its claim and its work, a GC pause, a slow batch): free, no store call. The
+   * lease counted here already ends {@code clockSkewMargin} before the store's.
+   *
+   * @throws LeaseLostException if the lease has passed; the claim is left to its successor
+   */
+  public void refuseIfLapsed() {
+    if (leaseLost || !config.clock().instant().isBefore(leaseUntil)) {
+      leaseLost = true;
+      throw new LeaseLostException(key, token);
+    }
   }
 
   private void fenced(Runnable write) {

@@ -186,8 +186,8 @@ public final class BatchEngine<M> {
     try {
       for (int i = 0; i < n; i++) {
         M message = batch.messages.get(i);
-        Object group = settings.orderedBy() == null ? null : settings.orderedBy().apply(message);
-        if (!stopping && stop.getAsBoolean()) {
+        Object group = items[i].group;
+        if (!stopping && stopRequested(stop)) {
           stopping = true;
         }
         Instant blockedUntil = group == null ? null : blockedGroups.get(group);
@@ -207,14 +207,25 @@ public final class BatchEngine<M> {
           blockedGroups.put(group, step.retryAt);
         }
       }
-    } catch (Error fatal) {
-      // The process is going down: the outcomes of the messages already handled are stored
-      // first, as they would have been one by one; nothing is kept.
-      storePending(batch, false);
+    } catch (Throwable fatal) {
+      // A handler's Error (the process is going down) or a bug: the outcomes of the messages
+      // already handled are stored first, as they would have been one by one, before anything
+      // else happens; the claims not run are left to their leases.
+      storePending(batch, !(fatal instanceof Error));
       throw fatal;
     }
     Map<IdempotencyKey, Status> notStored = storePending(batch, true);
     settle(notStored, batch);
+  }
+
+  /** Asks the adapter's stop condition; one that throws is taken as a stop (logged). */
+  private static boolean stopRequested(BooleanSupplier stop) {
+    try {
+      return stop.getAsBoolean();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "the stop condition threw; stopping the batch", e);
+      return true;
+    }
   }
 
   /**
@@ -304,9 +315,14 @@ public final class BatchEngine<M> {
         LOG.log(System.Logger.Level.WARNING, "still cannot store the outcomes of " + kept.size()
             + " messages; trying again at the next heartbeat or batch", e);
         for (Unstored u : kept) {
-          if (unstored.get(u.key()) == u) {
-            leases.hold(u.attempt);
-          }
+          // Atomically with the entry: a thread that removed it (and dropped its claim) between
+          // a check and a hold would leave the claim held, and beaten, forever.
+          unstored.computeIfPresent(u.key(), (k, current) -> {
+            if (current == u) {
+              leases.hold(u.attempt);
+            }
+            return current;
+          });
         }
         return;
       }
@@ -355,9 +371,16 @@ public final class BatchEngine<M> {
 
   // ---------------------------------------------------------------------------------------------
 
+  /**
+   * The message's key, fingerprint and ordering group, each from a user function that may throw:
+   * a function that throws (or a key that is null or invalid) fails this message alone, which is
+   * then one without a key ({@link NoKeyPolicy}).
+   */
   private Item identify(M message, String scope) {
+    Object group;
     String raw;
     try {
+      group = settings.orderedBy() == null ? null : settings.orderedBy().apply(message);
       raw = settings.keys().apply(message);
     } catch (RuntimeException e) {
       return Item.none(e);
@@ -371,7 +394,7 @@ public final class BatchEngine<M> {
       if (fingerprint == null) {
         throw new IllegalStateException("the fingerprint function returned null");
       }
-      return new Item(key, fingerprint, null);
+      return new Item(key, fingerprint, group, null);
     } catch (RuntimeException e) {
       return Item.none(e);
     }
@@ -496,7 +519,8 @@ public final class BatchEngine<M> {
     try {
       settings.handler().handle(message, attempt);
     } catch (Exception failure) {
-      leases.drop(attempt);
+      // Still held: the lease is renewed while compensations run and the dead letter is
+      // published; failed() lets go only once what became of the message is stored.
       return failed(message, key, acquired, attempt, failure);
     } catch (Error fatal) {
       // The process is going down: record nothing, as a killed process could not either. The
@@ -507,7 +531,6 @@ public final class BatchEngine<M> {
     ReplayedFailureException committed = attempt.committedFailure();
     if (committed != null) {
       // An earlier attempt began compensating a terminal failure of the steps: it ends so.
-      leases.drop(attempt);
       return failed(message, key, acquired, attempt, committed);
     }
     return returned(key, attempt, emptyOutcome, started, batch);
@@ -543,11 +566,17 @@ public final class BatchEngine<M> {
     return Step.done(Status.HANDLED, attempt.attemptNumber());
   }
 
+  /**
+   * The handler threw. Its claim is held (renewed by the heartbeat) until the end: through the
+   * compensations and the dead letter's publication, dropped just before the failure is stored or
+   * the claim released, so a slow broker cannot let another worker take the message over.
+   */
   private Step failed(M message, IdempotencyKey key, Claim.Acquired acquired,
       AttemptImpl attempt, Exception failure) {
     long token = acquired.token();
     int number = acquired.attempt();
     if (failure instanceof LeaseLostException) {
+      leases.drop(attempt);
       notify(l -> l.onLeaseLost(key, token));
       return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), failure,
           number);
@@ -557,30 +586,45 @@ public final class BatchEngine<M> {
     boolean exhausted = !terminal && number >= settings.maxAttempts();
     notify(l -> l.onFailed(key, token, failure, terminal || exhausted));
     if (!terminal && !exhausted) {
-      release(key, token, Execution.describe(failure));
+      letGo(attempt, Execution.describe(failure));
       return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
-    Outcome outcome;
+    AttemptImpl.Termination termination;
     try {
       // The steps the handler completed are undone (each once) before the failure is final.
-      outcome = attempt.terminalOutcome(failure);
+      termination = attempt.terminate(failure);
     } catch (RuntimeException compensationFailure) {
       LOG.log(System.Logger.Level.WARNING, "compensating the failure of " + key + " failed;"
           + " released, the message will be delivered again", compensationFailure);
-      release(key, token, "compensation failed: " + compensationFailure.getMessage());
+      letGo(attempt, "compensation failed: " + compensationFailure.getMessage());
       failure.addSuppressed(compensationFailure);
       return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
-    DeadLetter.Reason reason = terminal ? DeadLetter.Reason.TERMINAL_FAILURE
-        : DeadLetter.Reason.RETRIES_EXHAUSTED;
+    DeadLetter.Reason reason = !termination.fullyCompensated()
+        ? DeadLetter.Reason.COMPENSATION_FAILED
+        : terminal ? DeadLetter.Reason.TERMINAL_FAILURE : DeadLetter.Reason.RETRIES_EXHAUSTED;
+    Outcome outcome = termination.outcome();
     DeadLetter<M> letter = new DeadLetter<>(message, reason, key,
-        failure.getClass().getName(), failure.getMessage(), number);
+        failure.getClass().getName(), reason == DeadLetter.Reason.COMPENSATION_FAILED
+            ? outcome.failureMessage() : failure.getMessage(), number);
+    try {
+      // Without a heartbeat, make sure the publication starts with a lease ahead.
+      attempt.ensureLease();
+    } catch (LeaseLostException e) {
+      leases.drop(attempt);
+      notify(l -> l.onLeaseLost(key, token));
+      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, number);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "could not extend the lease on " + key
+          + " before publishing its dead letter", e);
+    }
     // Dead letter first, then the stored failure: a crash in between re-runs the message after
     // the lease (the dead letter may then be published twice) but never loses it.
     if (!publish(letter, key)) {
-      release(key, token, Execution.describe(failure));
+      letGo(attempt, Execution.describe(failure));
       return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
+    leases.drop(attempt); // no beat may extend it while it is being completed
     try {
       store.complete(key, token, outcome, now(), config.retention());
     } catch (LeaseLostException e) {
@@ -604,9 +648,19 @@ public final class BatchEngine<M> {
       return deadLetter(new DeadLetter<>(message, DeadLetter.Reason.NO_KEY, null,
           cause.getClass().getName(), cause.getMessage(), 0), cause);
     }
+    Object id;
+    try {
+      id = settings.messageId().apply(message);
+    } catch (RuntimeException e) {
+      // Its failures could not be counted, so it could be retried forever: given up on.
+      e.addSuppressed(cause);
+      LOG.log(System.Logger.Level.WARNING, "a message has no idempotency key and its message id"
+          + " function threw ({0}); dead-lettered", e.getMessage());
+      return deadLetter(new DeadLetter<>(message, DeadLetter.Reason.NO_KEY, null,
+          e.getClass().getName(), e.getMessage(), 0), e);
+    }
     LOG.log(System.Logger.Level.WARNING, "a message has no idempotency key ({0});"
         + " processed without protection", cause.getMessage());
-    Object id = settings.messageId().apply(message);
     try {
       settings.handler().handle(message, null);
     } catch (Exception failure) {
@@ -715,9 +769,10 @@ public final class BatchEngine<M> {
   }
 
   /** A message's key and fingerprint, or why it has none. */
-  private record Item(IdempotencyKey key, Fingerprint fingerprint, RuntimeException noKeyCause) {
+  private record Item(IdempotencyKey key, Fingerprint fingerprint, Object group,
+      RuntimeException noKeyCause) {
     static Item none(RuntimeException cause) {
-      return new Item(null, null, cause);
+      return new Item(null, null, null, cause);
     }
   }
 

@@ -155,22 +155,32 @@ public final class Execution {
     notify(l -> l.onAcquired(key, acquired.token(), acquired.takeover()));
     long started = System.nanoTime();
     AttemptImpl attempt = new AttemptImpl(key, acquired, config, store);
+    try {
+      // A thread frozen between its claim and here finds its lease passed: the work does not
+      // start; the key is its successor's (nothing is released).
+      attempt.refuseIfLapsed();
+    } catch (LeaseLostException e) {
+      notify(l -> l.onLeaseLost(key, acquired.token()));
+      LOG.log(System.Logger.Level.WARNING, "the lease on {0} passed before its work started;"
+          + " not started", key);
+      throw e;
+    }
     Scheduler.Task heartbeat = attempt.startHeartbeat();
     T value;
     try {
       value = work.run(attempt);
     } catch (Throwable failure) {
-      stop(heartbeat);
-      recordFailure(key, acquired.token(), failure, attempt);
+      // The heartbeat keeps the claim through compensation; it stops before the failure is stored.
+      recordFailure(key, acquired.token(), failure, attempt, heartbeat);
       throw rethrow(failure);
     }
-    stop(heartbeat);
     ReplayedFailureException committed = attempt.committedFailure();
     if (committed != null) {
       // An earlier attempt began compensating a terminal failure: the work ends in it.
-      recordFailure(key, acquired.token(), committed, attempt);
+      recordFailure(key, acquired.token(), committed, attempt, heartbeat);
       throw committed;
     }
+    stop(heartbeat);
 
     Outcome outcome = encodeOrMarker(key, acquired.token(), codec, value);
     try {
@@ -186,8 +196,21 @@ public final class Execution {
     return new Result<>(value, false, acquired.token());
   }
 
+  /**
+   * Stores or releases after the work threw. The heartbeat runs until then: compensations are
+   * work, and a claim must stay leased until what became of it is stored.
+   */
   private void recordFailure(IdempotencyKey key, long token, Throwable failure,
-      AttemptImpl attempt) {
+      AttemptImpl attempt, Scheduler.Task heartbeat) {
+    try {
+      settleFailure(key, token, failure, attempt, () -> stop(heartbeat));
+    } finally {
+      stop(heartbeat);
+    }
+  }
+
+  private void settleFailure(IdempotencyKey key, long token, Throwable failure,
+      AttemptImpl attempt, Runnable stopHeartbeat) {
     if (failure instanceof LeaseLostException) {
       notify(l -> l.onLeaseLost(key, token));
       return;
@@ -198,9 +221,11 @@ public final class Execution {
     Outcome terminalOutcome = null;
     if (terminal) {
       try {
-        terminalOutcome = attempt.terminalOutcome(failure);
+        terminalOutcome = attempt.terminate(failure).outcome();
       } catch (RuntimeException compensationFailure) {
-        // Not stored yet: released, the next attempt replays the steps and compensates the rest.
+        stopHeartbeat.run();
+        // Not stored yet: released, the next attempt compensates the rest (the journal says what
+        // is left and how many tries failed; after Once.Builder.compensationAttempts it is final).
         failure.addSuppressed(compensationFailure);
         LOG.log(System.Logger.Level.WARNING, "compensating the terminal failure of " + key
             + " failed; released for a retry that compensates the rest", compensationFailure);
@@ -208,6 +233,7 @@ public final class Execution {
         return;
       }
     }
+    stopHeartbeat.run();
     try {
       if (terminal) {
         storeOutcome(key, token, terminalOutcome);

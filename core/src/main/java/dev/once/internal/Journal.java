@@ -26,7 +26,8 @@ public final class Journal {
 
   /** The checkpoint name the journal is stored under; refused for users' checkpoints. */
   public static final String CHECKPOINT_NAME = "once:journal";
-  private static final int VERSION = 1;
+  /** Version 2 adds whether each step is compensable and the count of failed compensations. */
+  private static final int VERSION = 2;
 
   /** Where a step is. */
   public enum State {
@@ -42,24 +43,39 @@ public final class Journal {
     COMPENSATED
   }
 
-  /** One step: its state, and the media type and bytes of what it journaled. */
-  public record Entry(String name, State state, String mediaType, byte[] body) {}
+  /**
+   * One step: its state, the media type and bytes of what it journaled, and whether it has a
+   * compensation (so an attempt that does not reach it knows it must be undone; false in journals
+   * written before version 2, which did not say).
+   */
+  public record Entry(String name, State state, String mediaType, byte[] body,
+      boolean compensable) {
+
+    /** This entry in {@code next} state, with the same result and compensability. */
+    public Entry in(State next) {
+      return new Entry(name, next, mediaType, body, compensable);
+    }
+  }
 
   private final Checkpoint user;
   private final Map<String, Entry> entries;
   /** The terminal failure being compensated, or null. */
   private final Outcome failure;
+  /** How many attempts at compensating {@link #failure} failed. */
+  private final int compensationFailures;
 
-  private Journal(Checkpoint user, Map<String, Entry> entries, Outcome failure) {
+  private Journal(Checkpoint user, Map<String, Entry> entries, Outcome failure,
+      int compensationFailures) {
     this.user = user;
     this.entries = entries;
     this.failure = failure;
+    this.compensationFailures = compensationFailures;
   }
 
   /** The journal held by a record's checkpoint (null: none). */
   public static Journal of(Checkpoint checkpoint) {
     if (checkpoint == null || !checkpoint.name().equals(CHECKPOINT_NAME)) {
-      return new Journal(checkpoint, Map.of(), null);
+      return new Journal(checkpoint, Map.of(), null, 0);
     }
     return decode(checkpoint.data());
   }
@@ -89,21 +105,31 @@ public final class Journal {
     return failure;
   }
 
+  /** How many attempts at compensating the committed failure failed so far. */
+  public int compensationFailures() {
+    return compensationFailures;
+  }
+
   /** This journal with {@code entry} set (added last, or replacing the step's earlier state). */
   public Journal with(Entry entry) {
     Map<String, Entry> next = new LinkedHashMap<>(entries);
     next.put(entry.name(), entry);
-    return new Journal(user, Collections.unmodifiableMap(next), failure);
+    return new Journal(user, Collections.unmodifiableMap(next), failure, compensationFailures);
   }
 
   /** This journal with the user's checkpoint replaced. */
   public Journal withUser(Checkpoint checkpoint) {
-    return new Journal(checkpoint, entries, failure);
+    return new Journal(checkpoint, entries, failure, compensationFailures);
   }
 
   /** This journal committed to the terminal failure {@code failure}. */
   public Journal withFailure(Outcome failure) {
-    return new Journal(user, entries, failure);
+    return new Journal(user, entries, failure, compensationFailures);
+  }
+
+  /** This journal with one more failed attempt at compensating. */
+  public Journal withCompensationFailure() {
+    return new Journal(user, entries, failure, compensationFailures + 1);
   }
 
   /**
@@ -130,10 +156,12 @@ public final class Journal {
       if (failure != null) {
         writeBytes(out, failure.body());
       }
+      out.writeShort(Math.min(compensationFailures, 0xFFFF));
       out.writeShort(entries.size());
       for (Entry e : entries.values()) {
         out.writeUTF(e.name());
         out.writeByte(e.state().ordinal());
+        out.writeBoolean(e.compensable());
         out.writeUTF(e.mediaType());
         writeBytes(out, e.body());
       }
@@ -146,11 +174,12 @@ public final class Journal {
   private static Journal decode(byte[] data) {
     try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(data))) {
       int version = in.readUnsignedByte();
-      if (version != VERSION) {
+      if (version != 1 && version != VERSION) {
         throw new IllegalStateException("step journal has unknown version " + version);
       }
       Checkpoint user = in.readBoolean() ? Checkpoint.of(in.readUTF(), readBytes(in)) : null;
       Outcome failure = in.readBoolean() ? failureBody(readBytes(in)) : null;
+      int compensationFailures = version == 1 ? 0 : in.readUnsignedShort();
       int count = in.readUnsignedShort();
       Map<String, Entry> entries = new LinkedHashMap<>();
       State[] states = State.values();
@@ -160,9 +189,12 @@ public final class Journal {
         if (state >= states.length) {
           throw new IllegalStateException("step journal has unknown state " + state);
         }
-        entries.put(name, new Entry(name, states[state], in.readUTF(), readBytes(in)));
+        boolean compensable = version != 1 && in.readBoolean();
+        entries.put(name, new Entry(name, states[state], in.readUTF(), readBytes(in),
+            compensable));
       }
-      return new Journal(user, Collections.unmodifiableMap(entries), failure);
+      return new Journal(user, Collections.unmodifiableMap(entries), failure,
+          compensationFailures);
     } catch (IOException e) {
       throw new IllegalStateException("step journal is truncated", e);
     }

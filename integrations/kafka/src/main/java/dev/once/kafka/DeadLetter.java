@@ -32,7 +32,13 @@ public record DeadLetter<K, V>(ConsumerRecord<K, V> record, Reason reason, Strin
     /** No idempotency key could be derived ({@link NoKeyPolicy#DEAD_LETTER}). */
     NO_KEY,
     /** The key was used before with another payload (another fingerprint). */
-    KEY_REUSED
+    KEY_REUSED,
+    /**
+     * The handler failed for good and undoing its steps kept failing
+     * ({@link dev.once.Once.Builder#compensationAttempts}): the failure is stored naming the
+     * steps left uncompensated.
+     */
+    COMPENSATION_FAILED
   }
 
   public DeadLetter {
