@@ -22,7 +22,10 @@ public interface Attempt {
   /** This attempt's fencing token. */
   long token();
 
-  /** Which attempt this is, 1 for the first. */
+  /**
+   * Which run of the work this is, 1 for the first. Claims given back before their work ran (a
+   * message released behind another of its ordering group, a consumer stopping) do not count.
+   */
   int attemptNumber();
 
   /** Whether this attempt took over from a worker whose lease passed without an outcome. */

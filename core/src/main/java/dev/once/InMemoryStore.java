@@ -83,6 +83,14 @@ public final class InMemoryStore implements IdempotencyStore {
   }
 
   @Override
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    Objects.requireNonNull(reason, "reason");
+    update(key, token, r -> r.isFailedAs(token, reason),
+        r -> ClaimRules.released(r, reason, now, retention));
+  }
+
+  @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     Instant leaseUntil = now.plus(lease);
     update(key, token, r -> false, r -> new IdempotencyRecord(r.key(), r.status(),

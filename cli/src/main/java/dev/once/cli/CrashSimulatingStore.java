@@ -44,6 +44,15 @@ final class CrashSimulatingStore implements IdempotencyStore {
   }
 
   @Override
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    if (crashed.remove(new Attempt(key, token))) {
+      return;
+    }
+    delegate.release(key, token, reason, now, retention);
+  }
+
+  @Override
   public Claim claim(ClaimRequest request) {
     return delegate.claim(request);
   }

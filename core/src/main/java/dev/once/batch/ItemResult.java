@@ -15,7 +15,8 @@ import java.util.Objects;
  * @param status    what happened
  * @param retryAt   for a message that is not final, when to deliver it again; null when final
  * @param failure   what the handler (or the store, for {@link Status#NOT_RUN}) threw, or null
- * @param attempt   the claim's attempt number (1 for the first), 0 when no claim was acquired
+ * @param attempt   which run of the handler this result came from (1 for the first; claims given
+ *                  back unrun are not counted), 0 when the handler did not run here
  * @param deadLetterReason for {@link Status#DEAD_LETTERED}, why; else null
  * @param <M>       the message type
  */

@@ -197,8 +197,7 @@ public final class BatchEngine<M> {
                 : "released unprocessed: an earlier message of its group is not final");
           }
           batch.set(i, items[i].key, Step.notFinal(Status.NOT_RUN,
-              blockedUntil != null ? blockedUntil : now(), null,
-              claims[i] instanceof Claim.Acquired a ? a.attempt() : 0));
+              blockedUntil != null ? blockedUntil : now(), null, 0));
           continue;
         }
         Step step = handle(message, items[i], claims[i], attempts[i], ownedHere, batch);
@@ -506,14 +505,12 @@ public final class BatchEngine<M> {
       notify(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost while the message waited its"
           + " turn: another worker took over; not run here, it will be delivered again", key);
-      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e,
-          acquired.attempt());
+      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, 0);
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "could not extend the lease on " + key
           + " before running it; not run, it will be delivered again", e);
       letGo(attempt, "released unprocessed: its lease could not be extended");
-      return Step.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e,
-          acquired.attempt());
+      return Step.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e, 0);
     }
     long started = System.nanoTime();
     try {
@@ -586,7 +583,7 @@ public final class BatchEngine<M> {
     boolean exhausted = !terminal && number >= settings.maxAttempts();
     notify(l -> l.onFailed(key, token, failure, terminal || exhausted));
     if (!terminal && !exhausted) {
-      letGo(attempt, Execution.describe(failure));
+      giveBack(attempt, Execution.describe(failure));
       return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
     AttemptImpl.Termination termination;
@@ -596,7 +593,7 @@ public final class BatchEngine<M> {
     } catch (RuntimeException compensationFailure) {
       LOG.log(System.Logger.Level.WARNING, "compensating the failure of " + key + " failed;"
           + " released, the message will be delivered again", compensationFailure);
-      letGo(attempt, "compensation failed: " + compensationFailure.getMessage());
+      giveBack(attempt, "compensation failed: " + compensationFailure.getMessage());
       failure.addSuppressed(compensationFailure);
       return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
@@ -621,7 +618,7 @@ public final class BatchEngine<M> {
     // Dead letter first, then the stored failure: a crash in between re-runs the message after
     // the lease (the dead letter may then be published twice) but never loses it.
     if (!publish(letter, key)) {
-      letGo(attempt, Execution.describe(failure));
+      giveBack(attempt, Execution.describe(failure));
       return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
     leases.drop(attempt); // no beat may extend it while it is being completed
@@ -707,19 +704,31 @@ public final class BatchEngine<M> {
     }
   }
 
-  /** Stops holding a claim and gives it back as FAILED, so the next delivery retakes it at once. */
+  /**
+   * Stops holding a claim whose handler never ran and gives it back (FAILED, the attempt not
+   * counted), so the next delivery retakes it at once with the same attempt number.
+   */
   private void letGo(AttemptImpl attempt, String why) {
     leases.drop(attempt);
-    release(attempt.idempotencyKey(), attempt.token(), why);
-  }
-
-  /** Gives a claim back as FAILED (retryable) so the next delivery retakes it at once. */
-  private void release(IdempotencyKey key, long token, String why) {
     try {
-      store.fail(key, token, why, now(), config.retention());
+      store.release(attempt.idempotencyKey(), attempt.token(), why, now(), config.retention());
     } catch (RuntimeException e) {
       // The lease runs out instead; the next delivery takes over then.
-      LOG.log(System.Logger.Level.DEBUG, "could not release " + key, e);
+      LOG.log(System.Logger.Level.DEBUG, "could not release " + attempt.idempotencyKey(), e);
+    }
+  }
+
+  /**
+   * Stops holding a claim whose handler failed and records the failure (FAILED, retryable, the
+   * attempt counted), so the next delivery retakes it at once.
+   */
+  private void giveBack(AttemptImpl attempt, String why) {
+    leases.drop(attempt);
+    try {
+      store.fail(attempt.idempotencyKey(), attempt.token(), why, now(), config.retention());
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "could not record the failure of "
+          + attempt.idempotencyKey(), e);
     }
   }
 

@@ -42,6 +42,14 @@ public final class StoreCalls {
     });
   }
 
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    timed("release", () -> {
+      store.release(key, token, reason, now, retention);
+      return null;
+    });
+  }
+
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     return timed("extend", () -> store.extend(key, token, now, lease));
   }

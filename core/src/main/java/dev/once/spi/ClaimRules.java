@@ -96,6 +96,19 @@ public final class ClaimRules {
   }
 
   /**
+   * What {@link IdempotencyStore#release} leaves of {@code current}: as {@link #failed}, with one
+   * attempt fewer (never below zero), since the work of the claim released never ran.
+   */
+  public static IdempotencyRecord released(IdempotencyRecord current, String reason, Instant now,
+      java.time.Duration retention) {
+    IdempotencyRecord failed = failed(current, reason, now, retention);
+    return new IdempotencyRecord(failed.key(), failed.status(), failed.fingerprint(),
+        failed.token(), failed.leaseUntil(), Math.max(0, failed.attempts() - 1),
+        failed.checkpoint(), null, failed.lastError(), failed.createdAt(), failed.updatedAt(),
+        failed.expiresAt(), failed.claimId());
+  }
+
+  /**
    * The answer to a re-sent claim that finds its own live claim: Acquired with the record's token,
    * attempt, checkpoint and lease. Whether the first answer was a takeover is not kept: false.
    */

@@ -55,8 +55,9 @@ public interface IdempotencyStore extends AutoCloseable {
    * claims, wherever in the batch the failure happened (first, middle or last request; in a
    * pipelined store, also the requests whose answers came after the failed one). A store either acquires nothing (the JDBC store decides the batch in one transaction,
    * rolled back on failure) or, before throwing, releases every claim it acquired in this batch
-   * with {@link #fail} (FAILED, retryable: the next claim of the key retries it at once, with the
-   * next token), as the default and the Redis and DynamoDB stores do. The release is best effort:
+   * with {@link #release} (FAILED, retryable: the next claim of the key retries it at once, with the
+   * next token, the attempt not counted: {@link #release}), as the default and the Redis and
+   * DynamoDB stores do. The release is best effort:
    * one that itself fails (the store went away) leaves that record IN_PROGRESS until its lease
    * runs out, when the next claim takes it over. Either way the caller may simply claim the whole
    * batch again.
@@ -72,7 +73,7 @@ public interface IdempotencyStore extends AutoCloseable {
         if (claims.get(i) instanceof Claim.Acquired acquired) {
           ClaimRequest r = requests.get(i);
           try {
-            fail(r.key(), acquired.token(), "released: the batch claim failed: " + failure,
+            release(r.key(), acquired.token(), "released: the batch claim failed: " + failure,
                 r.now(), r.retention());
           } catch (RuntimeException e) {
             failure.addSuppressed(e);
@@ -148,6 +149,27 @@ public interface IdempotencyStore extends AutoCloseable {
    *     already failed by this very write)
    */
   void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention);
+
+  /**
+   * Gives back a claim whose work never ran (a message released unrun behind another of its
+   * ordering group, a consumer stopping, a lease that could not be extended before the work, a
+   * batch claim that failed part-way): as {@link #fail}, IN_PROGRESS → FAILED so the next claim
+   * retakes the key at once, but the attempt is not counted: the record's attempts go back by one
+   * ({@link ClaimRules#released}), so the next claim gets the attempt number this one had and
+   * {@code attempts} keeps counting the runs of the work. The same release re-sent after it was
+   * applied is acknowledged and changes nothing.
+   *
+   * <p>The default calls {@link #fail}, which counts the attempt: a store written before this
+   * method existed stays correct, only its attempt numbers count claims rather than runs. Every
+   * store of this project overrides it, and the conformance suite checks that it does not count.
+   *
+   * @throws LeaseLostException if the record is not IN_PROGRESS under {@code token} (and not
+   *     already released by this very write)
+   */
+  default void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    fail(key, token, reason, now, retention);
+  }
 
   /**
    * Extends the lease to {@code now + lease} (also pushing the expiry to at least that instant).

@@ -265,6 +265,32 @@ public abstract class StoreConformanceSuite {
     }
 
     @Test
+    void aReleasedClaimIsRetakenAtOnceWithoutCountingAnAttempt() {
+      IdempotencyKey key = newKey();
+      Claim.Acquired first = acquire(key);
+
+      store.release(key, first.token(), "released unprocessed: the consumer stopped",
+          clock.instant(), RETENTION);
+      IdempotencyRecord released = record(key);
+      // The same release re-sent after it was applied is acknowledged and changes nothing.
+      store.release(key, first.token(), "released unprocessed: the consumer stopped",
+          clock.instant(), RETENTION);
+      assertThat(record(key)).isEqualTo(released);
+      Claim.Acquired again = acquire(key);
+      store.fail(key, again.token(), "gateway timeout", clock.instant(), RETENTION);
+      Claim.Acquired retry = acquire(key);
+
+      assertThat(released.status()).isEqualTo(Status.FAILED);
+      assertThat(released.token()).isEqualTo(first.token());
+      assertThat(released.lastError()).isEqualTo("released unprocessed: the consumer stopped");
+      assertThat(again.token()).isEqualTo(first.token() + 1);
+      assertThat(again.attempt()).as("a release does not count").isEqualTo(1);
+      assertThat(retry.attempt()).as("a failure counts").isEqualTo(2);
+      assertThatThrownBy(() -> store.release(key, first.token(), "late", clock.instant(),
+          RETENTION)).isInstanceOf(LeaseLostException.class);
+    }
+
+    @Test
     void expiredLeaseIsTakenOverAtTheExactBoundary() {
       IdempotencyKey key = newKey();
       Claim.Acquired first = acquire(key);
@@ -1108,10 +1134,12 @@ public abstract class StoreConformanceSuite {
         heal(keys.get(bad));
       }
 
-      // Nothing of the batch is held: every key is claimable at once, by anyone.
+      // Nothing of the batch is held: every key is claimable at once, by anyone, and the claims
+      // given back (their work never ran) count no attempt.
       for (IdempotencyKey key : keys) {
         assertThat(store.claim(request(key, FP))).as("%s after the failed batch", key)
-            .isInstanceOf(Claim.Acquired.class);
+            .isInstanceOfSatisfying(Claim.Acquired.class,
+                acquired -> assertThat(acquired.attempt()).isEqualTo(1));
       }
     }
 

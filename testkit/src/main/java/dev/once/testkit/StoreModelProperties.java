@@ -84,6 +84,9 @@ public abstract class StoreModelProperties {
 
   record FailStep(int worker, int key) implements Step {}
 
+  /** A claim given back unrun ({@link IdempotencyStore#release}): FAILED, the attempt uncounted. */
+  record ReleaseStep(int worker, int key) implements Step {}
+
   record CheckpointStep(int worker, int key) implements Step {}
 
   record ExtendStep(int worker, int key) implements Step {}
@@ -112,6 +115,7 @@ public abstract class StoreModelProperties {
         Tuple.of(4, Combinators.combine(worker, key)
             .as(CompleteStep::new)),
         Tuple.of(2, Combinators.combine(worker, key).as(FailStep::new)),
+        Tuple.of(1, Combinators.combine(worker, key).as(ReleaseStep::new)),
         Tuple.of(2, Combinators.combine(worker, key)
             .as(CheckpointStep::new)),
         Tuple.of(1, Combinators.combine(worker, key)
@@ -144,8 +148,15 @@ public abstract class StoreModelProperties {
     long claimId;
   }
 
-  /** A completion (outcome set) or failure (error set) as a worker sent it. */
-  private record Write(long token, String outcome, String error, Instant now) {}
+  /**
+   * A completion (outcome set), failure (error set) or release (error set, {@code release}) as a
+   * worker sent it.
+   */
+  private record Write(long token, String outcome, String error, Instant now, boolean release) {
+    Write(long token, String outcome, String error, Instant now) {
+      this(token, outcome, error, now, false);
+    }
+  }
 
   /** One run: a fresh scope, a fresh clock, the model and what each worker believes it holds. */
   private final class Run {
@@ -180,6 +191,9 @@ public abstract class StoreModelProperties {
         send(s.worker(), s.key(), new Write(held[s.worker()][s.key()], outcome, null, now));
       } else if (step instanceof FailStep s) {
         send(s.worker(), s.key(), new Write(held[s.worker()][s.key()], null, "boom", now));
+      } else if (step instanceof ReleaseStep s) {
+        send(s.worker(), s.key(), new Write(held[s.worker()][s.key()], null, "released", now,
+            true));
       } else if (step instanceof RepeatWriteStep s) {
         Write w = lastWrite[s.worker()][s.key()];
         if (w != null) {
@@ -253,12 +267,17 @@ public abstract class StoreModelProperties {
         r.status = Status.FAILED;
         r.lastError = w.error();
         r.expiresAt = later(w.now().plus(RETENTION), r.leaseUntil);
+        if (w.release()) {
+          r.attempts--; // its work never ran
+        }
       });
     }
 
     Runnable writeCall(int k, Write w) {
       return w.outcome() != null
           ? () -> store.complete(key(k), w.token(), text(w.outcome()), w.now(), RETENTION)
+          : w.release()
+          ? () -> store.release(key(k), w.token(), w.error(), w.now(), RETENTION)
           : () -> store.fail(key(k), w.token(), w.error(), w.now(), RETENTION);
     }
 
@@ -321,9 +340,6 @@ public abstract class StoreModelProperties {
       assertThat(acquired.takeover()).isEqualTo(takeover);
       assertThat(acquired.attempt()).isEqualTo(m.attempts);
       assertThat(acquired.leaseUntil()).isEqualTo(m.leaseUntil);
-      if (m.attempts == 1) {
-        m.checkpoint = null;
-      }
       assertThat(acquired.checkpoint() == null ? null : acquired.checkpoint().name())
           .isEqualTo(m.checkpoint);
       held[s.worker()][s.key()] = acquired.token();

@@ -80,6 +80,12 @@ public final class UnreachableStore implements IdempotencyStore {
   }
 
   @Override
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    run(() -> store.release(key, token, reason, now, retention));
+  }
+
+  @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     return call(() -> store.extend(key, token, now, lease));
   }

@@ -5,6 +5,7 @@ import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.Once;
 import dev.once.spi.Checks;
+import dev.once.kafka.internal.AutoCommit;
 import dev.once.kafka.internal.BatchProcessor;
 import dev.once.kafka.internal.RecordFingerprints;
 import dev.once.kafka.internal.Settings;
@@ -92,10 +93,25 @@ public final class IdempotentConsumer<K, V> {
 
   /**
    * The poll loop over {@code consumer}, subscribing to {@code topics} when it runs. The consumer
-   * must have {@code enable.auto.commit=false}; the loop owns it from {@link
-   * IdempotentConsumerLoop#run()} on and closes it when it ends.
+   * must have {@code enable.auto.commit=false}: the loop commits each record's offset only once
+   * its outcome is stored, and Kafka's auto-commit (on by default) would commit positions past
+   * records that never ran. The loop owns the consumer from {@link IdempotentConsumerLoop#run()}
+   * on and closes it when it ends.
+   *
+   * @throws IllegalArgumentException if the consumer is a {@code KafkaConsumer} with
+   *     {@code enable.auto.commit=true} (read from the consumer; a consumer whose setting cannot be
+   *     read is taken as it is, and the loop's seek-back before every close still keeps a commit
+   *     from passing a record that did not run)
    */
   public IdempotentConsumerLoop<K, V> loop(Consumer<K, V> consumer, Collection<String> topics) {
+    Objects.requireNonNull(consumer, "consumer");
+    if (AutoCommit.enabled(consumer).orElse(false)) {
+      throw new IllegalArgumentException("this consumer has enable.auto.commit=true (Kafka's"
+          + " default): the loop commits each offset itself once the record's outcome is stored,"
+          + " and auto-commit would commit positions past records that never ran. Build the"
+          + " consumer with ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG (\"enable.auto.commit\")"
+          + " set to \"false\".");
+    }
     return new IdempotentConsumerLoop<>(this, consumer, topics);
   }
 

@@ -99,16 +99,27 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable, AutoCloseab
         }
         List<ConsumerRecord<K, V>> batch = new ArrayList<>(records.count());
         records.forEach(batch::add);
-        BatchResult result = processor.process(batch, scope, stopRequested::get);
+        BatchResult result;
+        try {
+          result = processor.process(batch, scope, stopRequested::get);
+        } catch (RuntimeException | Error e) {
+          // The engine stored what it could; nothing of this batch is committed, and every
+          // partition is read again from its first record of the batch (those handled replay).
+          rewind(batch);
+          throw e;
+        }
         pending.putAll(result.offsetsToCommit());
         commitPending();
-        if (!stopRequested.get()) {
-          result.seekTo().forEach((tp, offset) -> {
-            consumer.seek(tp, offset);
+        // On a stop too: the position of every partition goes back to its first unfinished
+        // record before the consumer is closed, so no commit (an auto-commit on close, a
+        // rebalance's) can ever pass a record that did not run.
+        result.seekTo().forEach((tp, offset) -> {
+          consumer.seek(tp, offset);
+          if (!stopRequested.get()) {
             consumer.pause(List.of(tp));
             pausedUntil.put(tp, result.retryAt().get(tp));
-          });
-        }
+          }
+        });
       }
     } finally {
       try {
@@ -190,6 +201,22 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable, AutoCloseab
     }
   }
 
+  /** Seeks each partition of {@code batch} back to its first record in it. */
+  private void rewind(List<ConsumerRecord<K, V>> batch) {
+    Map<TopicPartition, Long> first = new HashMap<>();
+    for (ConsumerRecord<K, V> r : batch) {
+      first.putIfAbsent(new TopicPartition(r.topic(), r.partition()), r.offset());
+    }
+    first.forEach((tp, offset) -> {
+      try {
+        consumer.seek(tp, offset);
+      } catch (RuntimeException e) {
+        // No longer assigned: its next owner reads it from the last commit.
+        LOG.log(System.Logger.Level.DEBUG, "could not rewind " + tp, e);
+      }
+    });
+  }
+
   /** Commits the pending offsets; on failure keeps them for the next try (or revocation). */
   private void commitPending() {
     commit(pending, pending.keySet());
@@ -214,10 +241,12 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable, AutoCloseab
       } catch (WakeupException e) {
         // stop() woke the consumer during the commit; the wakeup is consumed, commit again.
       } catch (CommitFailedException | RebalanceInProgressException e) {
-        // The partitions moved: their records come again to the new owner and are replayed.
-        LOG.log(System.Logger.Level.INFO, "offset commit refused by a rebalance: {0}",
-            e.getMessage());
-        offsets.keySet().forEach(all::remove);
+        // A rebalance is under way. Kept, not dropped: with the cooperative-sticky assignor the
+        // partition usually stays here, its records already read, and nothing else would ever
+        // commit them. They are committed at the next chance (the next batch or idle poll);
+        // a partition that moves is committed in onPartitionsRevoked, or dropped if lost.
+        LOG.log(System.Logger.Level.INFO, "offset commit refused by a rebalance ({0}); kept for"
+            + " the next commit", e.getMessage());
         return;
       } catch (KafkaException e) {
         LOG.log(System.Logger.Level.WARNING, "offset commit failed; will try again", e);

@@ -295,6 +295,19 @@ public final class NearCacheStore implements IdempotencyStore {
     }
   }
 
+  /** Sends to the store: a FAILED record is never cached. */
+  @Override
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    try {
+      store.release(key, token, reason, now, retention);
+    } finally {
+      if (key != null) {
+        ownClaims.forget(key, token);
+      }
+    }
+  }
+
   /** Sends to the store. */
   @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {

@@ -87,6 +87,12 @@ final class CountingStore implements IdempotencyStore {
   }
 
   @Override
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    store.release(key, token, reason, now, retention);
+  }
+
+  @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     return store.extend(key, token, now, lease);
   }

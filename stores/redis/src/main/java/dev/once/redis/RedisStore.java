@@ -349,6 +349,12 @@ public final class RedisStore implements IdempotencyStore {
   }
 
   @Override
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    engine.release(key, token, reason, now, retention);
+  }
+
+  @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     return engine.extend(key, token, now, lease);
   }

@@ -65,6 +65,8 @@ public final class DynamoDbEngine {
   static final String FAIL_CONDITION = OWNED + " AND #lease_until <= :expires_at";
   static final String FAIL_UPDATE = "SET #status = :failed, #last_error = :error,"
       + " #updated_at = :now, #expires_at = :expires_at, #ttl = :ttl";
+  // release is fail with one attempt fewer (an IN_PROGRESS record has at least one).
+  static final String RELEASE_UPDATE = FAIL_UPDATE + ", #attempts = #attempts - :one";
   // extend pushes the expiry only when the new lease would outlive it.
   static final String EXTEND_CONDITION = OWNED + " AND #expires_at >= :lease_until";
   static final String EXTEND_UPDATE = "SET #lease_until = :lease_until, #updated_at = :now";
@@ -91,6 +93,7 @@ public final class DynamoDbEngine {
   private final int maxPayloadBytes;
   private final Statement complete;
   private final Statement failure;
+  private final Statement release;
   private final Statement extend;
   private final Statement extendPush;
   private final Statement checkpoint;
@@ -115,6 +118,7 @@ public final class DynamoDbEngine {
     this.maxPayloadBytes = maxPayloadBytes;
     this.complete = Statement.of(names, OWNED, COMPLETE_UPDATE);
     this.failure = Statement.of(names, FAIL_CONDITION, FAIL_UPDATE);
+    this.release = Statement.of(names, FAIL_CONDITION, RELEASE_UPDATE);
     this.extend = Statement.of(names, EXTEND_CONDITION, EXTEND_UPDATE);
     this.extendPush = Statement.of(names, EXTEND_PUSH_CONDITION, EXTEND_PUSH_UPDATE);
     this.checkpoint = Statement.of(names, OWNED, CHECKPOINT_UPDATE);
@@ -230,12 +234,12 @@ public final class DynamoDbEngine {
       try {
         if (answers[i] instanceof Claim.Acquired acquired) {
           changed = true;
-          fail(r.key(), acquired.token(), reason, r.now(), r.retention());
+          release(r.key(), acquired.token(), reason, r.now(), r.retention());
         } else if (errors[i] != null && Errors.mayHaveBeenApplied(errors[i])) {
           changed = true;
           Optional<IdempotencyRecord> found = find(r.key());
           if (found.isPresent() && ClaimRules.isOwnClaim(found.get(), r)) {
-            fail(r.key(), found.get().token(), reason, r.now(), r.retention());
+            release(r.key(), found.get().token(), reason, r.now(), r.retention());
           }
         }
       } catch (RuntimeException e) {
@@ -293,6 +297,17 @@ public final class DynamoDbEngine {
 
   public void fail(IdempotencyKey key, long token, String error, Instant now,
       Duration retention) {
+    fail("fail of ", failure, key, token, error, now, retention);
+  }
+
+  /** As {@link #fail}, one attempt fewer: the work of the claim released never ran. */
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    fail("release of ", release, key, token, reason, now, retention);
+  }
+
+  private void fail(String operation, Statement statement, IdempotencyKey key, long token,
+      String error, Instant now, Duration retention) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(error, "error");
     Objects.requireNonNull(now, "now");
@@ -306,8 +321,11 @@ public final class DynamoDbEngine {
           .put(":now", n(EpochMicros.of(now)))
           .put(":expires_at", n(expiresAt))
           .put(":ttl", n(Ttl.seconds(expiresAt)));
+      if (statement == release) {
+        values.put(":one", n(1));
+      }
       try {
-        client.updateItem(update(key, failure, values, true));
+        client.updateItem(update(key, statement, values, true));
         return;
       } catch (ConditionalCheckFailedException e) {
         Map<String, AttributeValue> old = ownedItem(e, token);
@@ -321,10 +339,10 @@ public final class DynamoDbEngine {
         expiresAt = Math.max(EpochMicros.plus(now, retention), items.number(old,
             RecordAttribute.LEASE_UNTIL));
       } catch (RuntimeException e) {
-        throw Errors.map(e, table, "fail of " + key);
+        throw Errors.map(e, table, operation + key);
       }
     }
-    throw new StoreUnavailableException("fail of " + key + " kept conflicting", null, false);
+    throw new StoreUnavailableException(operation + key + " kept conflicting", null, false);
   }
 
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {

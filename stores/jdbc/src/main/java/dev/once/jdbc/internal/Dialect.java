@@ -40,6 +40,8 @@ public abstract class Dialect {
   final String insertSql;
   final String completeSql;
   final String failSql;
+  /** As failSql, one attempt fewer: an IN_PROGRESS record always has at least one. */
+  final String releaseSql;
   final String extendSql;
   final String checkpointSql;
   final String ownedSql;
@@ -63,6 +65,9 @@ public abstract class Dialect {
         + lowerFloor("?") + OWNED;
     failSql = "UPDATE " + t + " SET status = 'FAILED', last_error = ?, updated_at = ?,"
         + " expires_at = " + failExpiry + lowerFloor(failExpiry) + OWNED;
+    releaseSql = "UPDATE " + t + " SET status = 'FAILED', last_error = ?, updated_at = ?,"
+        + " expires_at = " + failExpiry + lowerFloor(failExpiry) + ", attempts = attempts - 1"
+        + OWNED;
     extendSql = "UPDATE " + t + " SET lease_until = ?, updated_at = ?,"
         + " expires_at = " + greatest() + "(expires_at, ?)" + OWNED;
     checkpointSql = "UPDATE " + t + " SET checkpoint_name = ?, checkpoint_data = ?, updated_at = ?"

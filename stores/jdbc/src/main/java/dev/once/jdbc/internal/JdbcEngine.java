@@ -286,10 +286,21 @@ public final class JdbcEngine {
   }
 
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    fail("fail", dialect.failSql, key, token, error, now, retention);
+  }
+
+  /** As {@link #fail}, one attempt fewer: the work of the claim released never ran. */
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    fail("release", dialect.releaseSql, key, token, reason, now, retention);
+  }
+
+  private void fail(String operation, String sql, IdempotencyKey key, long token, String error,
+      Instant now, Duration retention) {
     Objects.requireNonNull(error, "error");
     long at = micros(now);
     long expiresAt = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(retention)));
-    fenced("fail", key, token, dialect.failSql, ps -> {
+    fenced(operation, key, token, sql, ps -> {
       ps.setString(1, error);
       ps.setLong(2, at);
       return dialect.bindExpiry(ps, 3, expiresAt);

@@ -56,6 +56,9 @@ public final class RedisEngine implements AutoCloseable {
    */
   public static final Duration EXPIRY_MARGIN = Duration.ofMinutes(1);
 
+  /** The FAIL script's flag: the attempt counts (a failure) or not (a release of unrun work). */
+  private static final byte[] COUNTED = {'1'};
+  private static final byte[] UNCOUNTED = {'0'};
   private static final byte[] MARGIN =
       Long.toString(EXPIRY_MARGIN.toMillis()).getBytes(StandardCharsets.US_ASCII);
   private static final byte[] EMPTY = new byte[0];
@@ -428,7 +431,8 @@ public final class RedisEngine implements AutoCloseable {
     return run(redis, Script.FAIL, ScriptOutputType.INTEGER,
         new byte[][] {layout.record(request.key())}, number(token),
         number(RecordFormat.micros(request.now())),
-        number(RecordFormat.micros(request.now().plus(request.retention()))), utf8(error), MARGIN);
+        number(RecordFormat.micros(request.now().plus(request.retention()))), utf8(error),
+        UNCOUNTED, MARGIN);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -516,16 +520,27 @@ public final class RedisEngine implements AutoCloseable {
    * acknowledged.
    */
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    fail("fail of ", key, token, error, now, retention, COUNTED);
+  }
+
+  /** The FAIL script, one attempt fewer: the work of the claim released never ran. */
+  public void release(IdempotencyKey key, long token, String reason, Instant now,
+      Duration retention) {
+    fail("release of ", key, token, reason, now, retention, UNCOUNTED);
+  }
+
+  private void fail(String operation, IdempotencyKey key, long token, String error, Instant now,
+      Duration retention, byte[] counted) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(error, "error");
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(retention, "retention");
-    String what = "fail of " + key;
+    String what = operation + key;
     RedisAccess redis = connector.access(what);
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what, run(redis, Script.FAIL, ScriptOutputType.INTEGER, keys,
         number(token), number(RecordFormat.micros(now)), number(RecordFormat.micros(now.plus(retention))),
-        utf8(error), MARGIN));
+        utf8(error), counted, MARGIN));
   }
 
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {

@@ -1,0 +1,185 @@
+package dev.once.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.once.InMemoryStore;
+import dev.once.Once;
+import dev.once.testkit.Await;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 23, scenarios 1 and 10, against the real broker: a stop (or an error) in the middle of a
+ * poll batch must not let any commit pass a record that did not run, and offsets a rebalance kept
+ * from being committed must be committed at the next chance rather than dropped.
+ */
+class StopsAndCommitFailuresTest {
+
+  private final Once once = Once.builder(new InMemoryStore()).build();
+  private final Map<String, AtomicInteger> effects = new ConcurrentHashMap<>();
+  private final ExecutorService threads = Executors.newCachedThreadPool();
+
+  @AfterEach
+  void tearDown() throws InterruptedException {
+    threads.shutdownNow();
+    threads.awaitTermination(10, TimeUnit.SECONDS);
+  }
+
+  private void effect(ConsumerRecord<String, String> record) {
+    effects.computeIfAbsent(record.value(), v -> new AtomicInteger()).incrementAndGet();
+  }
+
+  private IdempotentConsumer.Builder<String, String> consumer(RecordHandler<String, String> h) {
+    return IdempotentConsumer.builder(once, h).deadLetters(letter -> {})
+        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .pollTimeout(Duration.ofMillis(100));
+  }
+
+  private static String fiveRecords(String prefix) {
+    String topic = Broker.topic(Broker.unique(prefix), 1);
+    for (int i = 1; i <= 5; i++) {
+      Broker.send(topic, 0, "k" + i, "e" + i);
+    }
+    return topic;
+  }
+
+  /**
+   * A consumer whose auto-commit is on, seen through a view the loop cannot read the setting from
+   * (as with a wrapped or decorated consumer): the loop's own seek-back is what must hold.
+   */
+  @SuppressWarnings("unchecked")
+  private static Consumer<String, String> autoCommittingView(String group) {
+    Properties p = Broker.consumerProperties(group);
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
+    p.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "100");
+    return view(new KafkaConsumer<>(p), (method, args) -> null);
+  }
+
+  interface Fault {
+    /** Throws to fail the call, or returns null to let it through. */
+    Object before(String method, Object[] args);
+  }
+
+  @SuppressWarnings("unchecked")
+  private static Consumer<String, String> view(Consumer<String, String> real, Fault fault) {
+    return (Consumer<String, String>) Proxy.newProxyInstance(Consumer.class.getClassLoader(),
+        new Class<?>[] {Consumer.class}, (proxy, method, args) -> {
+          fault.before(method.getName(), args);
+          try {
+            return method.invoke(real, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+  }
+
+  @Test
+  void stopFromTheFirstHandlerCommitsNoRecordThatDidNotRun() throws Exception {
+    String topic = fiveRecords("stop");
+    String group = Broker.unique("group");
+    AtomicReference<IdempotentConsumerLoop<String, String>> loop = new AtomicReference<>();
+    IdempotentConsumer<String, String> stopping = consumer((record, attempt) -> {
+      effect(record);
+      loop.get().stop(); // a shutdown hook in a rolling deploy
+    }).build();
+    loop.set(stopping.loop(autoCommittingView(group), List.of(topic)));
+    threads.submit(loop.get()).get(30, TimeUnit.SECONDS);
+
+    assertThat(Broker.committed(group)).isEqualTo(Map.of(0, 1L));
+
+    IdempotentConsumerLoop<String, String> next = consumer((r, a) -> effect(r)).build()
+        .loop(Broker.consumer(group), List.of(topic));
+    threads.submit(next);
+    Await.until("all five handled", () -> effects.size() == 5, effects::toString);
+    Await.until("all committed", () -> Map.of(0, 5L).equals(Broker.committed(group)));
+    next.close();
+    assertThat(effects).allSatisfy((event, n) -> assertThat(n).hasValue(1));
+  }
+
+  @Test
+  void anErrorOutOfAHandlerMidBatchCommitsNoRecordThatDidNotRun() throws Exception {
+    String topic = fiveRecords("error");
+    String group = Broker.unique("group");
+    IdempotentConsumer<String, String> dying = consumer((record, attempt) -> {
+      if (record.value().equals("e3")) {
+        throw new StackOverflowError("simulated death of the process");
+      }
+      effect(record);
+    }).build();
+    Future<?> run = threads.submit(dying.loop(autoCommittingView(group), List.of(topic)));
+    assertThatThrownBy(() -> run.get(30, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+        .hasCauseInstanceOf(StackOverflowError.class);
+
+    assertThat(Broker.committed(group).getOrDefault(0, 0L)).isLessThanOrEqualTo(2L);
+
+    IdempotentConsumerLoop<String, String> next = consumer((r, a) -> effect(r)).build()
+        .loop(Broker.consumer(group), List.of(topic));
+    threads.submit(next);
+    Await.until("all five handled", () -> effects.size() == 5, effects::toString);
+    Await.until("all committed", () -> Map.of(0, 5L).equals(Broker.committed(group)));
+    next.close();
+    assertThat(effects).allSatisfy((event, n) -> assertThat(n).hasValue(1));
+  }
+
+  @Test
+  void aConsumerWithAutoCommitOnIsRefusedNamingTheSetting() {
+    IdempotentConsumer<String, String> consumer = consumer((r, a) -> effect(r)).build();
+    for (String protocol : List.of("classic", "consumer")) {
+      Properties p = Broker.consumerProperties(Broker.unique("group"));
+      p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
+      p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+      if (protocol.equals("consumer")) {
+        p.remove(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG);
+        p.remove(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG);
+      }
+      try (KafkaConsumer<String, String> kafka = new KafkaConsumer<>(p)) {
+        assertThatThrownBy(() -> consumer.loop(kafka, List.of("t"))).as(protocol)
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("enable.auto.commit");
+      }
+    }
+    assertThat(consumer.loop(Broker.consumer(Broker.unique("group")), List.of("t"))).isNotNull();
+  }
+
+  @Test
+  void offsetsARebalanceKeptFromCommittingAreCommittedAtTheNextChance() throws Exception {
+    String topic = fiveRecords("rebalance");
+    String group = Broker.unique("group");
+    AtomicInteger refused = new AtomicInteger();
+    Consumer<String, String> kafka = view(Broker.consumer(group), (method, args) -> {
+      if (method.equals("commitSync") && refused.incrementAndGet() <= 3) {
+        throw new RebalanceInProgressException("injected: a rebalance is in progress");
+      }
+      return null;
+    });
+    IdempotentConsumerLoop<String, String> loop = consumer((r, a) -> effect(r)).build()
+        .loop(kafka, List.of(topic));
+    threads.submit(loop);
+
+    Await.until("all five handled", () -> effects.size() == 5, effects::toString);
+    Await.until("the kept offsets committed", () -> Map.of(0, 5L).equals(Broker.committed(group)),
+        () -> Broker.committed(group) + " after " + refused + " commits");
+    loop.close();
+    assertThat(refused.get()).isGreaterThan(3);
+  }
+}
