@@ -449,13 +449,31 @@ public final class AttemptImpl implements Attempt {
     try {
       extendLease();
     } catch (LeaseLostException e) {
-      LOG.log(System.Logger.Level.WARNING, "heartbeat found the lease on {0} lost", key);
-      Execution.notify(config.listener(), l -> l.onLeaseLost(key, token));
+      lostByBeat();
     } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.WARNING, "heartbeat could not extend the lease on " + key
-          + "; the next beat tries again", e);
-      Execution.notify(config.listener(), l -> l.onHeartbeatFailed(key, token, e));
+      beatFailed(e);
     }
+  }
+
+  /** A batch heartbeat extended this claim: the store's lease now ends at {@code storedUntil}. */
+  void extendedTo(Instant storedUntil) {
+    if (!leaseLost) {
+      leaseUntil = storedUntil.minus(config.clockSkewMargin());
+    }
+  }
+
+  /** A heartbeat found the record no longer IN_PROGRESS under this claim's token. */
+  void lostByBeat() {
+    leaseLost = true;
+    LOG.log(System.Logger.Level.WARNING, "heartbeat found the lease on {0} lost", key);
+    Execution.notify(config.listener(), l -> l.onLeaseLost(key, token));
+  }
+
+  /** A heartbeat could not reach the store; the next one tries again. */
+  void beatFailed(RuntimeException e) {
+    LOG.log(System.Logger.Level.WARNING, "heartbeat could not extend the lease on " + key
+        + "; the next beat tries again", e);
+    Execution.notify(config.listener(), l -> l.onHeartbeatFailed(key, token, e));
   }
 
   @Override

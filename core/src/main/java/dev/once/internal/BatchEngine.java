@@ -100,7 +100,7 @@ public final class BatchEngine<M> {
     this.store = new StoreCalls(config.store(), config.listener());
     this.settings = settings;
     this.emptyOutcome = Outcome.encode(Codecs.none(), null, Integer.MAX_VALUE, "a message");
-    this.leases = new Leases(config, this::storeUnstored);
+    this.leases = new Leases(config, store, this::storeUnstored);
   }
 
   private Instant now() {

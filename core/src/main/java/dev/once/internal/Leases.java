@@ -3,14 +3,22 @@ package dev.once.internal;
 import dev.once.Once;
 import dev.once.Scheduler;
 import java.time.Duration;
+import dev.once.IdempotencyKey;
+import dev.once.spi.EpochMicros;
+import dev.once.spi.HeldClaim;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The claims a {@link BatchEngine} holds (acquired, and neither stored nor released) and the
- * one heartbeat that keeps all of them alive: every third of the lease it extends each of them,
- * through {@link AttemptImpl#heartbeat()} (which logs and tells the listener about a failed
- * beat or a lost lease). A claim is held from the batch claim on, so a record waiting its turn in
+ * one heartbeat that keeps all of them alive: every third of the lease it extends all of them
+ * with one {@code extendAll} (one round trip where the store can: a beat over a poll batch of 500
+ * records must not outlast the lease), and tells each attempt what became of it (which logs and
+ * tells the listener about a failed beat or a lost lease). A claim is held from the batch claim on, so a record waiting its turn in
  * a slow batch keeps its lease as well as the one being handled. Without a heartbeat scheduler in
  * the {@code Once} there is no beat; the engine then checks each lease just before its handler
  * runs ({@link AttemptImpl#ensureLease()}). Not API.
@@ -22,10 +30,16 @@ final class Leases {
   /** Runs first at every beat (the engine retries the outcomes it could not store). */
   private final Runnable beforeBeat;
   private final Set<AttemptImpl> held = ConcurrentHashMap.newKeySet();
+  /** Held by a beat while it extends: {@link #drop} waits for a beat in flight. */
+  private final ReentrantLock beating = new ReentrantLock();
+  private final Once.Config config;
+  private final StoreCalls store;
   /** The heartbeat: runs while anything is held, ends at the first beat after. Guarded by this. */
   private Scheduler.Task beat;
 
-  Leases(Once.Config config, Runnable beforeBeat) {
+  Leases(Once.Config config, StoreCalls store, Runnable beforeBeat) {
+    this.config = config;
+    this.store = store;
     this.scheduler = config.heartbeat();
     Duration third = config.lease().dividedBy(3);
     this.period = third.isZero() ? Duration.ofMillis(1) : third;
@@ -50,19 +64,31 @@ final class Leases {
    * find the record no longer in progress and report a lost lease). Dropping twice is harmless.
    */
   void drop(AttemptImpl attempt) {
-    synchronized (attempt) { // waits for a beat of this attempt in flight (see beat)
+    beating.lock(); // waits for a beat in flight (see beat)
+    try {
       held.remove(attempt);
+    } finally {
+      beating.unlock();
     }
   }
 
   private void beat() {
     beforeBeat.run();
-    for (AttemptImpl attempt : held) {
-      synchronized (attempt) {
-        if (held.contains(attempt)) {
-          attempt.heartbeat();
+    beating.lock();
+    try {
+      List<AttemptImpl> attempts = new ArrayList<>(held.size());
+      List<HeldClaim> claims = new ArrayList<>(held.size());
+      for (AttemptImpl attempt : held) {
+        if (!attempt.isLeaseLost()) {
+          attempts.add(attempt);
+          claims.add(new HeldClaim(attempt.idempotencyKey(), attempt.token()));
         }
       }
+      if (!claims.isEmpty()) {
+        extend(attempts, claims);
+      }
+    } finally {
+      beating.unlock();
     }
     // Nothing left to keep alive: the beat ends (the next hold starts another). Ending it here
     // rather than in drop spares a cancel and a new schedule for each batch.
@@ -70,6 +96,26 @@ final class Leases {
       if (beat != null && held.isEmpty()) {
         beat.cancel();
         beat = null;
+      }
+    }
+  }
+
+  private void extend(List<AttemptImpl> attempts, List<HeldClaim> claims) {
+    Instant now = config.clock().instant();
+    Set<IdempotencyKey> lost;
+    try {
+      lost = store.extendAll(claims, now, config.storedLease());
+    } catch (RuntimeException e) {
+      attempts.forEach(a -> a.beatFailed(e));
+      return;
+    }
+    // At the stores' precision (microseconds), never later than what they wrote.
+    Instant until = EpochMicros.floor(now).plus(EpochMicros.floor(config.storedLease()));
+    for (AttemptImpl attempt : attempts) {
+      if (lost.contains(attempt.idempotencyKey())) {
+        attempt.lostByBeat();
+      } else {
+        attempt.extendedTo(until);
       }
     }
   }

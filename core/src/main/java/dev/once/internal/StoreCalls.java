@@ -50,6 +50,11 @@ public final class StoreCalls {
     });
   }
 
+  public java.util.Set<IdempotencyKey> extendAll(java.util.List<dev.once.spi.HeldClaim> claims,
+      Instant now, Duration lease) {
+    return timed("extendAll", () -> store.extendAll(claims, now, lease));
+  }
+
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
     return timed("extend", () -> store.extend(key, token, now, lease));
   }

@@ -180,6 +180,32 @@ public interface IdempotencyStore extends AutoCloseable {
   Instant extend(IdempotencyKey key, long token, Instant now, Duration lease);
 
   /**
+   * Extends the leases of several claims to {@code now + lease}, as {@link #extend} does each,
+   * for a heartbeat that keeps a whole batch alive: stores that can do it in one round trip
+   * override this (one {@code UPDATE … FROM unnest} on PostgreSQL, one batch elsewhere in SQL, a
+   * pipeline on Redis); the default extends one by one. Each lease not reported lost now ends at
+   * {@code now + lease} (at the store's precision, never later).
+   *
+   * @return the keys whose record is no longer IN_PROGRESS under the claim's token (another worker
+   *     took over, or the claim was completed or released meanwhile), in request order
+   * @throws StoreUnavailableException if the store failed; some leases may have been extended
+   */
+  default Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    Objects.requireNonNull(claims, "claims");
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(lease, "lease");
+    Set<IdempotencyKey> lost = new LinkedHashSet<>();
+    for (HeldClaim claim : claims) {
+      try {
+        extend(claim.key(), claim.token(), now, lease);
+      } catch (LeaseLostException e) {
+        lost.add(claim.key());
+      }
+    }
+    return lost;
+  }
+
+  /**
    * Replaces the record's checkpoint.
    *
    * @throws LeaseLostException if the record is not IN_PROGRESS under {@code token}

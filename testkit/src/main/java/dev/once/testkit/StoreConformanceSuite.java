@@ -22,6 +22,7 @@ import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
 import dev.once.spi.Completion;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -318,6 +319,36 @@ public abstract class StoreConformanceSuite {
       assertThat(extended).isEqualTo(first.leaseUntil().plus(LEASE.dividedBy(2)));
       assertThat(claim).isEqualTo(new Claim.InProgress(extended));
       assertThat(record(key).leaseUntil()).isEqualTo(extended);
+    }
+
+    @Test
+    void extendAllExtendsTheHeldLeasesAndNamesTheLostOnes() {
+      IdempotencyKey held = newKey();
+      IdempotencyKey alsoHeld = newKey();
+      IdempotencyKey completed = newKey();
+      IdempotencyKey takenOver = newKey();
+      Claim.Acquired a = acquire(held);
+      Claim.Acquired b = acquire(alsoHeld);
+      Claim.Acquired c = acquire(completed);
+      Claim.Acquired d = acquire(takenOver);
+      complete(completed, c.token(), text("done"));
+      clock.set(d.leaseUntil());
+      acquire(takenOver); // the lease passed: another worker took it over
+      List<HeldClaim> beat = List.of(new HeldClaim(held, a.token()),
+          new HeldClaim(completed, c.token()), new HeldClaim(takenOver, d.token()),
+          new HeldClaim(alsoHeld, b.token()));
+      Instant now = clock.instant();
+
+      Set<IdempotencyKey> lost = store.extendAll(beat, now, LEASE);
+      // The same beat re-sent (its answer lost) is not a lost lease.
+      Set<IdempotencyKey> again = store.extendAll(beat, now, LEASE);
+
+      assertThat(lost).containsExactly(completed, takenOver);
+      assertThat(again).containsExactly(completed, takenOver);
+      assertThat(record(held).leaseUntil()).isEqualTo(now.plus(LEASE));
+      assertThat(record(alsoHeld).leaseUntil()).isEqualTo(now.plus(LEASE));
+      assertThat(record(completed).status()).isEqualTo(Status.COMPLETED);
+      assertThat(store.extendAll(List.of(), now, LEASE)).isEmpty();
     }
 
     @Test

@@ -6,6 +6,7 @@ import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.Completion;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -83,6 +84,11 @@ public final class UnreachableStore implements IdempotencyStore {
   public void release(IdempotencyKey key, long token, String reason, Instant now,
       Duration retention) {
     run(() -> store.release(key, token, reason, now, retention));
+  }
+
+  @Override
+  public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    return call(() -> store.extendAll(claims, now, lease));
   }
 
   @Override

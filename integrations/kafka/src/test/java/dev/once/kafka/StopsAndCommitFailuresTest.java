@@ -7,8 +7,6 @@ import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.testkit.Await;
 import dev.once.testkit.ManualClock;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -66,36 +64,6 @@ class StopsAndCommitFailuresTest {
     return topic;
   }
 
-  /**
-   * A consumer whose auto-commit is on, seen through a view the loop cannot read the setting from
-   * (as with a wrapped or decorated consumer): the loop's own seek-back is what must hold.
-   */
-  @SuppressWarnings("unchecked")
-  private static Consumer<String, String> autoCommittingView(String group) {
-    Properties p = Broker.consumerProperties(group);
-    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
-    p.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "100");
-    return view(new KafkaConsumer<>(p), (method, args) -> null);
-  }
-
-  interface Fault {
-    /** Throws to fail the call, or returns null to let it through. */
-    Object before(String method, Object[] args);
-  }
-
-  @SuppressWarnings("unchecked")
-  private static Consumer<String, String> view(Consumer<String, String> real, Fault fault) {
-    return (Consumer<String, String>) Proxy.newProxyInstance(Consumer.class.getClassLoader(),
-        new Class<?>[] {Consumer.class}, (proxy, method, args) -> {
-          fault.before(method.getName(), args);
-          try {
-            return method.invoke(real, args);
-          } catch (InvocationTargetException e) {
-            throw e.getCause();
-          }
-        });
-  }
-
   @Test
   void stopFromTheFirstHandlerCommitsNoRecordThatDidNotRun() throws Exception {
     String topic = fiveRecords("stop");
@@ -105,7 +73,7 @@ class StopsAndCommitFailuresTest {
       effect(record);
       loop.get().stop(); // a shutdown hook in a rolling deploy
     }).build();
-    loop.set(stopping.loop(autoCommittingView(group), List.of(topic)));
+    loop.set(stopping.loop(ConsumerViews.autoCommitting(Broker.consumerProperties(group)), List.of(topic)));
     threads.submit(loop.get()).get(30, TimeUnit.SECONDS);
 
     assertThat(Broker.committed(group)).isEqualTo(Map.of(0, 1L));
@@ -129,7 +97,7 @@ class StopsAndCommitFailuresTest {
       }
       effect(record);
     }).build();
-    Future<?> run = threads.submit(dying.loop(autoCommittingView(group), List.of(topic)));
+    Future<?> run = threads.submit(dying.loop(ConsumerViews.autoCommitting(Broker.consumerProperties(group)), List.of(topic)));
     assertThatThrownBy(() -> run.get(30, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
         .hasCauseInstanceOf(StackOverflowError.class);
 
@@ -171,11 +139,10 @@ class StopsAndCommitFailuresTest {
     String topic = fiveRecords("rebalance");
     String group = Broker.unique("group");
     AtomicInteger refused = new AtomicInteger();
-    Consumer<String, String> kafka = view(Broker.consumer(group), (method, args) -> {
+    Consumer<String, String> kafka = ConsumerViews.view(Broker.consumer(group), (method, args) -> {
       if (method.equals("commitSync") && refused.incrementAndGet() <= 3) {
         throw new RebalanceInProgressException("injected: a rebalance is in progress");
       }
-      return null;
     });
     IdempotentConsumerLoop<String, String> loop = consumer((r, a) -> effect(r)).build()
         .loop(kafka, List.of(topic));

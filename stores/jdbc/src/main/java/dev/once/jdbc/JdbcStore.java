@@ -12,6 +12,7 @@ import dev.once.jdbc.internal.TableName;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.Completion;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -262,6 +263,12 @@ public final class JdbcStore implements IdempotencyStore {
   @Override
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     engine().fail(key, token, error, now, retention);
+  }
+
+  /** One statement on PostgreSQL, one batch in one transaction on MariaDB and SQLite. */
+  @Override
+  public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    return engine().extendAll(claims, now, lease);
   }
 
   @Override

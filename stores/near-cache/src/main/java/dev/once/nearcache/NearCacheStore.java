@@ -9,6 +9,7 @@ import dev.once.nearcache.internal.OwnClaims;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.Completion;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -306,6 +307,12 @@ public final class NearCacheStore implements IdempotencyStore {
         ownClaims.forget(key, token);
       }
     }
+  }
+
+  /** Sends to the store. */
+  @Override
+  public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    return store.extendAll(claims, now, lease);
   }
 
   /** Sends to the store. */

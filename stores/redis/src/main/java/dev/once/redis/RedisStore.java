@@ -11,6 +11,7 @@ import dev.once.redis.internal.RedisEngine;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.Completion;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -346,6 +347,12 @@ public final class RedisStore implements IdempotencyStore {
   @Override
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     engine.fail(key, token, error, now, retention);
+  }
+
+  /** The extensions pipelined: one round trip. */
+  @Override
+  public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    return engine.extendAll(claims, now, lease);
   }
 
   @Override

@@ -4,6 +4,7 @@ import dev.once.IdempotencyKey;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.Completion;
 import dev.once.spi.EpochMicros;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -233,6 +234,49 @@ public abstract class Dialect {
       }
       return lost;
     });
+  }
+
+  /**
+   * Extends a batch of leases (sorted by key, so concurrent batches lock rows in the same order):
+   * {@link #extendSql} as one JDBC batch in one transaction. A count of 0 (or no count) is asked
+   * again whether the row is IN_PROGRESS under the token: where counts are rows changed, an
+   * extension to the very same instant changes nothing and still holds.
+   *
+   * @return the keys no longer IN_PROGRESS under their claim's token
+   */
+  Set<IdempotencyKey> extendAll(Connection c, List<HeldClaim> sorted, long nowMicros,
+      long leaseUntilMicros) throws SQLException {
+    return inTransaction(c, () -> {
+      int[] counts;
+      try (PreparedStatement ps = c.prepareStatement(extendSql)) {
+        for (HeldClaim claim : sorted) {
+          ps.setLong(1, leaseUntilMicros);
+          ps.setLong(2, nowMicros);
+          ps.setLong(3, leaseUntilMicros);
+          ps.setLong(Rows.bindKey(ps, 4, claim.key()), claim.token());
+          ps.addBatch();
+        }
+        counts = ps.executeBatch();
+      }
+      Set<IdempotencyKey> lost = new HashSet<>();
+      for (int j = 0; j < sorted.size(); j++) {
+        HeldClaim claim = sorted.get(j);
+        if ((j >= counts.length || counts[j] <= 0) && !owned(c, claim.key(), claim.token())) {
+          lost.add(claim.key());
+        }
+      }
+      return lost;
+    });
+  }
+
+  /** Whether the record is IN_PROGRESS under {@code token}. */
+  boolean owned(Connection c, IdempotencyKey key, long token) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(ownedSql)) {
+      ps.setLong(Rows.bindKey(ps, 1, key), token);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
   }
 
   /**

@@ -10,6 +10,7 @@ import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
 import dev.once.spi.Completion;
 import dev.once.spi.EpochMicros;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import java.sql.Connection;
@@ -319,6 +320,33 @@ public final class JdbcEngine {
       return 4;
     }, null);
     return leaseUntil;
+  }
+
+  /**
+   * Extends a batch of leases on one connection (PostgreSQL: one statement; others: one
+   * transaction), run again as a whole after a transient failure.
+   *
+   * @return the keys whose lease was lost, in request order
+   */
+  public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    Objects.requireNonNull(claims, "claims");
+    Objects.requireNonNull(lease, "lease");
+    long at = micros(now);
+    if (claims.isEmpty()) {
+      return Set.of();
+    }
+    long until = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(lease)));
+    List<HeldClaim> sorted = new ArrayList<>(claims);
+    sorted.sort(Comparator.comparing(HeldClaim::key, KEY_ORDER));
+    Set<IdempotencyKey> lost = run("extendAll of " + sorted.size() + " keys",
+        c -> () -> dialect.extendAll(c, sorted, at, until));
+    Set<IdempotencyKey> inRequestOrder = new LinkedHashSet<>();
+    for (HeldClaim claim : claims) {
+      if (lost.contains(claim.key())) {
+        inRequestOrder.add(claim.key());
+      }
+    }
+    return inRequestOrder;
   }
 
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {

@@ -4,6 +4,7 @@ import dev.once.IdempotencyKey;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.Completion;
 import dev.once.spi.EpochMicros;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Array;
 import java.sql.Connection;
@@ -31,6 +32,7 @@ final class PostgresDialect extends Dialect {
   private final String insertAllSql;
   private final String lockAllSql;
   private final String completeAllSql;
+  private final String extendAllSql;
   private final String purgeSql;
   private final String reapSql;
   private final String backfillSql;
@@ -59,6 +61,14 @@ final class PostgresDialect extends Dialect {
         + " expires_at = ?, purge_after = LEAST(r.purge_after, ?)"
         + " FROM unnest(?::text[], ?::text[], ?::text[], ?::int8[], ?::text[], ?::text[],"
         + " ?::bytea[]) AS v(scope, tenant, idem_key, token, kind, media_type, body)"
+        + " WHERE r.scope = v.scope AND r.tenant = v.tenant AND r.idem_key = v.idem_key"
+        + " AND r.token = v.token AND r.status = 'IN_PROGRESS'"
+        + " RETURNING r.scope, r.tenant, r.idem_key";
+    // One statement for a batch heartbeat: each row extended only if IN_PROGRESS under its token.
+    extendAllSql = "UPDATE " + t + " AS r SET lease_until = ?, updated_at = ?,"
+        + " expires_at = GREATEST(r.expires_at, ?)"
+        + " FROM unnest(?::text[], ?::text[], ?::text[], ?::int8[])"
+        + " AS v(scope, tenant, idem_key, token)"
         + " WHERE r.scope = v.scope AND r.tenant = v.tenant AND r.idem_key = v.idem_key"
         + " AND r.token = v.token AND r.status = 'IN_PROGRESS'"
         + " RETURNING r.scope, r.tenant, r.idem_key";
@@ -280,6 +290,41 @@ final class PostgresDialect extends Dialect {
       for (Completion completion : sorted) {
         if (lost.contains(completion.key()) && alreadyCompleted(c, completion)) {
           lost.remove(completion.key());
+        }
+      }
+    }
+    return lost;
+  }
+
+  /** One {@code UPDATE … FROM unnest(…) RETURNING} in autocommit: one round trip. */
+  @Override
+  Set<IdempotencyKey> extendAll(Connection c, List<HeldClaim> sorted, long nowMicros,
+      long leaseUntilMicros) throws SQLException {
+    int n = sorted.size();
+    String[] scopes = new String[n];
+    String[] tenants = new String[n];
+    String[] keys = new String[n];
+    Long[] tokens = new Long[n];
+    Set<IdempotencyKey> lost = new HashSet<>();
+    for (int i = 0; i < n; i++) {
+      HeldClaim claim = sorted.get(i);
+      scopes[i] = claim.key().scope();
+      tenants[i] = claim.key().tenant();
+      keys[i] = claim.key().key();
+      tokens[i] = claim.token();
+      lost.add(claim.key());
+    }
+    try (PreparedStatement ps = c.prepareStatement(extendAllSql)) {
+      ps.setLong(1, leaseUntilMicros);
+      ps.setLong(2, nowMicros);
+      ps.setLong(3, leaseUntilMicros);
+      ps.setArray(4, c.createArrayOf("text", scopes));
+      ps.setArray(5, c.createArrayOf("text", tenants));
+      ps.setArray(6, c.createArrayOf("text", keys));
+      ps.setArray(7, c.createArrayOf("int8", tokens));
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          lost.remove(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));
         }
       }
     }
