@@ -282,6 +282,8 @@ public final class Once {
     public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
     /** Default number of failed attempts at compensating before a failure is stored anyway. */
     public static final int DEFAULT_COMPENSATION_ATTEMPTS = 5;
+    /** The most failed tries at compensating a journal can count. */
+    public static final int MAX_COMPENSATION_ATTEMPTS = 10_000;
     /** Default bound on a stored outcome or checkpoint: 1 MiB. */
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
 
@@ -433,7 +435,11 @@ public final class Once {
      * delivery or call retries the compensations not yet done. Default 5.
      */
     public Builder compensationAttempts(int attempts) {
-      this.compensationAttempts = dev.once.spi.Checks.positive(attempts, "compensationAttempts");
+      if (attempts < 1 || attempts > MAX_COMPENSATION_ATTEMPTS) {
+        throw new IllegalArgumentException("compensationAttempts must be 1–"
+            + MAX_COMPENSATION_ATTEMPTS + ", was " + attempts);
+      }
+      this.compensationAttempts = attempts;
       return this;
     }
 

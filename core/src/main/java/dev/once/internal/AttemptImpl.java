@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -167,6 +168,9 @@ public final class AttemptImpl implements Attempt {
         default -> throw new IllegalStateException("unknown step state " + entry.state());
       }
     } else {
+      if (journal.failure() != null) {
+        throw committedFailure(); // see below: no new step after a committed failure
+      }
       if (journal.size() >= MAX_STEPS) {
         throw new IllegalStateException("the work of " + key + " has " + MAX_STEPS
             + " steps already, the most one key may journal; step '" + name + "' did not run");
@@ -178,12 +182,17 @@ public final class AttemptImpl implements Attempt {
             "step " + name);
       }
     }
+    if (journal.failure() != null) {
+      // An earlier attempt committed to a terminal failure: whatever path this one takes, it
+      // ends in that failure, and starts no effect an undone order should not have.
+      throw committedFailure();
+    }
     refuseIfLapsed(); // no effect starts on a lease that passed while this worker was away
     T value;
     try {
       value = body.run(stepKey);
     } catch (Exception | Error failure) {
-      if (!(failure instanceof LeaseLostException) && config.failurePolicy().isTerminal(failure)) {
+      if (!(failure instanceof LeaseLostException) && Execution.isTerminal(config, failure)) {
         write(journal.with(new Journal.Entry(name, Journal.State.FAILED,
             Outcome.FAILURE_MEDIA_TYPE, Journal.failureOf(failure).body(), false)),
             "step " + name);
@@ -284,6 +293,9 @@ public final class AttemptImpl implements Attempt {
 
   /** Whether {@code entry} is a finished step that must be undone before a failure is final. */
   private boolean toUndo(Journal.Entry entry) {
+    if (entry.state() == Journal.State.STARTED) {
+      return entry.compensable(); // its effect may exist: the reconciler tells
+    }
     boolean finished = entry.state() == Journal.State.DONE
         || entry.state() == Journal.State.NOT_STORED;
     return finished && (entry.compensable() || undoFor(entry) != null);
@@ -312,15 +324,28 @@ public final class AttemptImpl implements Attempt {
       return new Termination(Outcome.failure(type, message), List.of(), List.of());
     }
     if (committed == null) {
-      write(journal.withFailure(Journal.failureOf(failure)), "the failure being compensated");
+      commit(failure);
     }
     RuntimeException stoppedBy = null;
+    Set<String> neverRan = new HashSet<>();
     for (int i = entries.size() - 1; i >= 0 && stoppedBy == null; i--) {
       Journal.Entry entry = journal.entry(entries.get(i).name());
       if (!toUndo(entry)) {
         continue;
       }
-      Runnable undo = undoFor(entry);
+      // No compensation starts on a lease that passed: the successor undoes what is left.
+      refuseIfLapsed();
+      Runnable undo;
+      try {
+        undo = entry.state() == Journal.State.STARTED ? undoStarted(entry) : undoFor(entry);
+      } catch (RuntimeException e) {
+        stoppedBy = e; // the reconciler, or the journaled result's codec, failed
+        continue;
+      }
+      if (undo == NOTHING_TO_UNDO) {
+        neverRan.add(entry.name());
+        continue;
+      }
       if (undo == null) {
         stoppedBy = new CompensationFailed("step '" + entry.name() + "' is compensable but was"
             + " neither reached by this attempt nor declared with Once.Builder.steps", null);
@@ -328,12 +353,14 @@ public final class AttemptImpl implements Attempt {
       }
       try {
         undo.run();
+      } catch (LeaseLostException e) {
+        throw e;
       } catch (RuntimeException e) {
         stoppedBy = e;
         continue;
       }
-      write(journal.with(entry.in(Journal.State.COMPENSATED)), "compensation of step "
-          + entry.name());
+      write(journal.with(journal.entry(entry.name()).in(Journal.State.COMPENSATED)),
+          "compensation of step " + entry.name());
     }
     List<String> undone = new ArrayList<>();
     List<String> left = new ArrayList<>();
@@ -342,13 +369,19 @@ public final class AttemptImpl implements Attempt {
       Journal.Entry entry = now.get(i);
       if (entry.state() == Journal.State.COMPENSATED) {
         undone.add(entry.name());
-      } else if (toUndo(entry)) {
+      } else if (toUndo(entry) && !neverRan.contains(entry.name())) {
         left.add(entry.name());
       }
     }
     if (stoppedBy != null) {
-      write(journal.withCompensationFailure(), "a failed compensation");
-      if (journal.compensationFailures() < config.compensationAttempts()) {
+      boolean counted;
+      try {
+        write(journal.withCompensationFailure(), "a failed compensation");
+        counted = true;
+      } catch (PayloadTooLargeException e) {
+        counted = false; // cannot be counted, so it would never end: final now
+      }
+      if (counted && journal.compensationFailures() < config.compensationAttempts()) {
         throw stoppedBy;
       }
       LOG.log(System.Logger.Level.WARNING, "compensating the failure of " + key + " failed "
@@ -361,6 +394,57 @@ public final class AttemptImpl implements Attempt {
     }
     return new Termination(Outcome.failure(type, summary.isEmpty() ? message
         : message + " (" + summary + ")"), List.copyOf(undone), List.copyOf(left));
+  }
+
+  /** Says that a step journaled as started is known, by its reconciler, never to have run. */
+  private static final Runnable NOTHING_TO_UNDO = () -> { };
+
+  /**
+   * How to undo a compensable step journaled as STARTED (its effect may or may not exist): its
+   * declared step's reconciler asks the downstream; found, the result is journaled and undone;
+   * not found, there is nothing to undo ({@link #NOTHING_TO_UNDO}). Null when the step is not
+   * declared with a reconciler and a compensation: then it cannot be known.
+   */
+  private Runnable undoStarted(Journal.Entry entry) {
+    Step<?> declared = config.step(entry.name()).orElse(null);
+    if (declared == null || declared.reconciler().isEmpty()
+        || declared.compensation().isEmpty()) {
+      return null;
+    }
+    return reconciledUndo(declared);
+  }
+
+  private <T> Runnable reconciledUndo(Step<T> step) {
+    Optional<T> found = reconcile(step, key.downstreamKey(step.name()));
+    if (found.isEmpty()) {
+      return NOTHING_TO_UNDO;
+    }
+    T value = found.get();
+    journalResult(step, value); // DONE with what the downstream holds, then undone
+    Step.Compensation<T> compensation = step.compensation().orElseThrow();
+    return () -> undo(step, compensation, value);
+  }
+
+  /**
+   * Commits the journal to {@code failure} before the first compensation, so every later attempt
+   * ends in it. A failure whose message does not fit the payload bound beside the journal is
+   * committed with its message cut, then with none; committing must never be what keeps a
+   * failure from being compensated and stored.
+   */
+  private void commit(Throwable failure) {
+    Outcome full = Journal.failureOf(failure);
+    String message = full.failureMessage();
+    for (int length : new int[] {message.length(), Math.min(message.length(), 100), 0}) {
+      try {
+        write(journal.withFailure(Outcome.failure(full.failureType(),
+            message.substring(0, length))), "the failure being compensated");
+        return;
+      } catch (PayloadTooLargeException e) {
+        // shorter, then without a message
+      }
+    }
+    LOG.log(System.Logger.Level.WARNING, "the failure of " + key + " does not fit beside its"
+        + " step journal; compensating without committing it");
   }
 
   /**

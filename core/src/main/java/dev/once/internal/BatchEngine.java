@@ -87,20 +87,24 @@ public final class BatchEngine<M> {
   private final Map<Object, Integer> unprotectedAttempts = new ConcurrentHashMap<>();
   /** The claims held (acquired, not yet stored or released) and their heartbeat. */
   private final Leases leases;
-  /**
-   * Outcomes of handlers that returned but that the store failed to take, by key: their claims
-   * stay held (and extended) until a later try stores them. Shared by the threads of a consumer.
-   */
-  private final Map<IdempotencyKey, Unstored> unstored = new ConcurrentHashMap<>();
-  /** One retry of the unstored outcomes at a time (the heartbeat and the batches both retry). */
-  private final Object storingUnstored = new Object();
+  /** Outcomes the store failed to take, kept with their claims held until stored. */
+  private final UnstoredOutcomes unstored;
+  /** Where messages given up on go. */
+  private final DeadLetterPublication<M> deadLetters;
 
   public BatchEngine(Once.Config config, Settings<M> settings) {
     this.config = config;
     this.store = new StoreCalls(config.store(), config.listener());
     this.settings = settings;
     this.emptyOutcome = Outcome.encode(Codecs.none(), null, Integer.MAX_VALUE, "a message");
-    this.leases = new Leases(config, store, this::storeUnstored);
+    // The heartbeat tries the kept outcomes again first.
+    this.leases = new Leases(config, store, this::storeKept);
+    this.unstored = new UnstoredOutcomes(config, store, leases);
+    this.deadLetters = new DeadLetterPublication<>(settings.deadLetters());
+  }
+
+  private void storeKept() {
+    unstored.storeAll();
   }
 
   private Instant now() {
@@ -109,20 +113,19 @@ public final class BatchEngine<M> {
 
   /** Processes {@code messages}; see {@link dev.once.batch.BatchExecutor#process}. */
   public BatchOutcome<M> process(List<M> messages, String scope, BooleanSupplier stop) {
-    Batch<M> batch = new Batch<>(messages);
+    BatchRun<M> batch = new BatchRun<>(messages);
     if (messages.isEmpty()) {
       return batch.outcome();
     }
     // Outcomes an earlier batch could not store come first: a redelivery of their messages is
     // then a replay, not a second run.
-    storeUnstored();
+    unstored.storeAll();
     try {
       process(scope, stop, batch);
     } finally {
       // Whatever happened, no claim of this batch stays held unless its outcome is kept unstored.
       for (AttemptImpl attempt : batch.attempts) {
-        Unstored kept = unstored.get(attempt.idempotencyKey());
-        if (kept == null || kept.attempt != attempt) {
+        if (!unstored.keepsOutcomeOf(attempt)) {
           leases.drop(attempt);
         }
       }
@@ -130,11 +133,13 @@ public final class BatchEngine<M> {
     return batch.outcome();
   }
 
-  private void process(String scope, BooleanSupplier stop, Batch<M> batch) {
+  private void process(String scope, BooleanSupplier stop, BatchRun<M> batch) {
     int n = batch.messages.size();
     Item[] items = new Item[n];
     Claim[] claims = new Claim[n];
     AttemptImpl[] attempts = new AttemptImpl[n];
+    /** Claims whose step journal this version cannot read: given back, not run here. */
+    RuntimeException[] unreadable = new RuntimeException[n];
     List<ClaimRequest> requests = new ArrayList<>();
     List<Integer> requestIndex = new ArrayList<>();
     Instant now = now();
@@ -156,7 +161,7 @@ public final class BatchEngine<M> {
             + " messages failed; the batch will be delivered again", e);
         Instant retryAt = now.plus(settings.initialBackoff());
         for (int i = 0; i < n; i++) {
-          batch.set(i, items[i].key, Step.notFinal(Status.NOT_RUN, retryAt, e, 0));
+          batch.set(i, items[i].key, Disposition.notFinal(Status.NOT_RUN, retryAt, e, 0));
         }
         return;
       }
@@ -170,7 +175,12 @@ public final class BatchEngine<M> {
         if (claims[i] instanceof Claim.Acquired acquired) {
           // Held from now on, not from when its handler starts: a message waiting its turn keeps
           // its lease while the messages before it are handled.
-          attempts[i] = hold(items[i].key, acquired, batch);
+          try {
+            attempts[i] = hold(items[i].key, acquired, batch);
+          } catch (RuntimeException e) {
+            unreadable[i] = e;
+            giveBackUnreadable(items[i].key, acquired, e);
+          }
         }
       }
     }
@@ -181,36 +191,47 @@ public final class BatchEngine<M> {
     Map<IdempotencyKey, Boolean> ownedHere = new HashMap<>();
     // Groups with a message that is not final, and when that message comes again: the rest of
     // the group cannot run before it.
-    Map<Object, Instant> blockedGroups = new HashMap<>();
+    OrderingGroups groups = new OrderingGroups();
     boolean stopping = false;
+    int reached = 0;
     try {
-      for (int i = 0; i < n; i++) {
+      for (int i = 0; i < n; i++, reached = i) {
         M message = batch.messages.get(i);
         Object group = items[i].group;
         if (!stopping && stopRequested(stop)) {
           stopping = true;
         }
-        Instant blockedUntil = group == null ? null : blockedGroups.get(group);
+        Instant blockedUntil = groups.blockedUntil(group);
         if (stopping || blockedUntil != null) {
           if (attempts[i] != null) {
-            letGo(attempts[i], stopping ? "released unprocessed: the consumer stopped"
+            leases.release(attempts[i], stopping ? "released unprocessed: the consumer stopped"
                 : "released unprocessed: an earlier message of its group is not final");
           }
-          batch.set(i, items[i].key, Step.notFinal(Status.NOT_RUN,
+          batch.set(i, items[i].key, Disposition.notFinal(Status.NOT_RUN,
               blockedUntil != null ? blockedUntil : now(), null, 0));
           continue;
         }
-        Step step = handle(message, items[i], claims[i], attempts[i], ownedHere, batch);
-        batch.set(i, items[i].key, step);
-        if (step.retryAt != null && group != null) {
-          blockedGroups.put(group, step.retryAt);
-        }
+        Disposition disposition = unreadable[i] != null
+            ? Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()),
+                unreadable[i], 0)
+            : handle(message, items[i], claims[i], attempts[i], ownedHere, batch);
+        batch.set(i, items[i].key, disposition);
+        groups.settled(group, disposition);
       }
     } catch (Throwable fatal) {
       // A handler's Error (the process is going down) or a bug: the outcomes of the messages
       // already handled are stored first, as they would have been one by one, before anything
-      // else happens; the claims not run are left to their leases.
+      // else happens. The message being handled is left to its lease (whether its handler ran
+      // is not known); on anything but an Error the claims not reached are given back.
       storePending(batch, !(fatal instanceof Error));
+      if (!(fatal instanceof Error)) {
+        for (int k = reached + 1; k < n; k++) {
+          if (attempts[k] != null) {
+            leases.release(attempts[k], "released unprocessed: the batch ended early ("
+                + fatal + ")");
+          }
+        }
+      }
       throw fatal;
     }
     Map<IdempotencyKey, Status> notStored = storePending(batch, true);
@@ -234,21 +255,21 @@ public final class BatchEngine<M> {
    *
    * @return the keys whose outcome was not stored: LEASE_LOST, or OUTCOME_PENDING (kept)
    */
-  private Map<IdempotencyKey, Status> storePending(Batch<M> batch, boolean keep) {
+  private Map<IdempotencyKey, Status> storePending(BatchRun<M> batch, boolean keep) {
     if (batch.pending.isEmpty()) {
       return Map.of();
     }
     List<Completion> completions = new ArrayList<>(batch.pending.size());
-    for (Pending p : batch.pending.values()) {
-      leases.drop(p.attempt); // no beat may extend a message while it is being completed
-      completions.add(new Completion(p.key(), p.token(), p.outcome));
+    for (BatchRun.Pending p : batch.pending.values()) {
+      leases.drop(p.attempt()); // no beat may extend a message while it is being completed
+      completions.add(new Completion(p.key(), p.token(), p.outcome()));
     }
     Map<IdempotencyKey, Status> notStored = new HashMap<>();
     try {
       // The point of the batch, again: one store round trip for every outcome of the batch.
       Set<IdempotencyKey> lost = store.completeAll(completions, now(), config.retention());
       for (IdempotencyKey key : lost) {
-        Pending p = batch.pending.get(key);
+        BatchRun.Pending p = batch.pending.get(key);
         notify(l -> l.onLeaseLost(key, p.token()));
         LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
             + " worker took over; the message will be delivered again", key);
@@ -266,104 +287,45 @@ public final class BatchEngine<M> {
       LOG.log(System.Logger.Level.WARNING, "could not store the outcomes of "
           + completions.size() + " messages; they are kept with their claims and stored again"
           + " before their messages are handled again", e);
-      for (Pending p : batch.pending.values()) {
-        keep(p.attempt, p.outcome, p.started);
+      for (BatchRun.Pending p : batch.pending.values()) {
+        unstored.keep(p.attempt(), p.outcome(), p.started());
         notStored.put(p.key(), Status.OUTCOME_PENDING);
       }
       batch.storeFailure = e;
       return notStored;
     }
-    for (Pending p : batch.pending.values()) {
+    for (BatchRun.Pending p : batch.pending.values()) {
       if (!notStored.containsKey(p.key())) {
-        Duration elapsed = Duration.ofNanos(System.nanoTime() - p.started);
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - p.started());
         notify(l -> l.onCompleted(p.key(), p.token(), elapsed));
       }
     }
     return notStored;
   }
 
-  /** Keeps the outcome of {@code attempt}, whose storing failed, with its claim held. */
-  private void keep(AttemptImpl attempt, Outcome outcome, long started) {
-    unstored.put(attempt.idempotencyKey(), new Unstored(attempt, outcome, started));
-    leases.hold(attempt);
-  }
-
-  /**
-   * Tries again to store the kept outcomes, with one {@code completeAll}; called before each batch
-   * and at each heartbeat. Those stored, or refused because another worker took the key over, are
-   * forgotten; the others stay kept (and held) for the next try.
-   */
-  private void storeUnstored() {
-    if (unstored.isEmpty()) {
-      return;
-    }
-    synchronized (storingUnstored) {
-      List<Unstored> kept = List.copyOf(unstored.values());
-      if (kept.isEmpty()) {
-        return;
-      }
-      List<Completion> completions = new ArrayList<>(kept.size());
-      for (Unstored u : kept) {
-        leases.drop(u.attempt); // as in storePending: no beat while it is being completed
-        completions.add(new Completion(u.key(), u.attempt.token(), u.outcome));
-      }
-      Set<IdempotencyKey> lost;
-      try {
-        lost = store.completeAll(completions, now(), config.retention());
-      } catch (RuntimeException e) {
-        LOG.log(System.Logger.Level.WARNING, "still cannot store the outcomes of " + kept.size()
-            + " messages; trying again at the next heartbeat or batch", e);
-        for (Unstored u : kept) {
-          // Atomically with the entry: a thread that removed it (and dropped its claim) between
-          // a check and a hold would leave the claim held, and beaten, forever.
-          unstored.computeIfPresent(u.key(), (k, current) -> {
-            if (current == u) {
-              leases.hold(u.attempt);
-            }
-            return current;
-          });
-        }
-        return;
-      }
-      for (Unstored u : kept) {
-        unstored.remove(u.key(), u);
-        if (lost.contains(u.key())) {
-          // Taken over after the lease passed (no heartbeat, or a long outage), or stored by the
-          // call that failed: either way the key's record now says what happened.
-          LOG.log(System.Logger.Level.INFO, "kept outcome of {0} not stored: the record is no"
-              + " longer in progress under token {1}", u.key(), u.attempt.token());
-        } else {
-          long token = u.attempt.token();
-          Duration elapsed = Duration.ofNanos(System.nanoTime() - u.started);
-          notify(l -> l.onCompleted(u.key(), token, elapsed));
-        }
-      }
-    }
-  }
-
   /**
    * Decides what became of the messages awaiting the batch's completion: final once stored; the
    * status of the completion (and a redelivery, for a duplicate following it) when not.
    */
-  private void settle(Map<IdempotencyKey, Status> notStored, Batch<M> batch) {
-    for (int i = 0; i < batch.steps.length; i++) {
-      Step step = batch.steps[i];
-      if (step.awaiting == null) {
+  private void settle(Map<IdempotencyKey, Status> notStored, BatchRun<M> batch) {
+    for (int i = 0; i < batch.dispositions.length; i++) {
+      Disposition step = batch.dispositions[i];
+      if (step.awaiting() == null) {
         continue;
       }
-      Status failed = notStored.get(step.awaiting);
-      Pending owner = batch.pending.get(step.awaiting);
-      int attempt = owner == null ? 0 : owner.attempt.attemptNumber();
+      Status failed = notStored.get(step.awaiting());
+      BatchRun.Pending owner = batch.pending.get(step.awaiting());
+      int attempt = owner == null ? 0 : owner.attempt().attemptNumber();
       if (failed != null) {
         Instant retryAt = now().plus(settings.initialBackoff());
-        batch.steps[i] = step.status == Status.HANDLED
-            ? Step.notFinal(failed, retryAt, batch.storeFailure, attempt)
-            : Step.notFinal(Status.NOT_RUN, retryAt, null, 0);
+        batch.dispositions[i] = step.status() == Status.HANDLED
+            ? Disposition.notFinal(failed, retryAt, batch.storeFailure, attempt)
+            : Disposition.notFinal(Status.NOT_RUN, retryAt, null, 0);
       } else {
-        if (step.status == Status.REPLAYED) {
-          notify(l -> l.onReplayed(step.awaiting));
+        if (step.status() == Status.REPLAYED) {
+          notify(l -> l.onReplayed(step.awaiting()));
         }
-        batch.steps[i] = Step.done(step.status, step.status == Status.HANDLED ? attempt : 0);
+        batch.dispositions[i] = Disposition.done(step.status(), step.status() == Status.HANDLED ? attempt : 0);
       }
     }
   }
@@ -404,8 +366,8 @@ public final class BatchEngine<M> {
         config.retention());
   }
 
-  private Step handle(M message, Item item, Claim claim, AttemptImpl attempt,
-      Map<IdempotencyKey, Boolean> ownedHere, Batch<M> batch) {
+  private Disposition handle(M message, Item item, Claim claim, AttemptImpl attempt,
+      Map<IdempotencyKey, Boolean> ownedHere, BatchRun<M> batch) {
     if (item.key == null) {
       return withoutKey(message, item.noKeyCause);
     }
@@ -414,17 +376,23 @@ public final class BatchEngine<M> {
         claim = store.claim(request(item, now()));
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "claim of " + item.key + " failed; retrying later", e);
-        return Step.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e, 0);
+        return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e, 0);
       }
       if (claim instanceof Claim.Acquired acquired) {
-        attempt = hold(item.key, acquired, batch);
+        try {
+          attempt = hold(item.key, acquired, batch);
+        } catch (RuntimeException e) {
+          giveBackUnreadable(item.key, acquired, e);
+          return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e,
+              0);
+        }
       }
     }
     IdempotencyKey key = item.key;
     if (claim instanceof Claim.Replay) {
-      forgetUnstored(key); // stored meanwhile: nothing left to keep
+      unstored.take(key); // stored meanwhile: nothing left to keep
       notify(l -> l.onReplayed(key));
-      return Step.done(Status.REPLAYED, 0);
+      return Disposition.done(Status.REPLAYED, 0);
     }
     if (claim instanceof Claim.Mismatch) {
       notify(l -> l.onMismatch(key));
@@ -436,63 +404,70 @@ public final class BatchEngine<M> {
       Boolean ownFinal = ownedHere.get(key);
       if (ownFinal != null) {
         if (ownFinal && batch.pending.containsKey(key)) {
-          return Step.awaiting(key, Status.REPLAYED);
+          return Disposition.awaiting(key, Status.REPLAYED);
         }
         if (ownFinal) {
           notify(l -> l.onReplayed(key));
-          return Step.done(Status.REPLAYED, 0);
+          return Disposition.done(Status.REPLAYED, 0);
         }
-        return Step.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), null, 0);
+        return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), null, 0);
       }
-      if (unstored.containsKey(key)) {
+      if (unstored.keeps(key)) {
         // Our own claim: the handler returned in an earlier batch and its outcome is kept until
         // the store takes it. Not run again; delivered again once it is stored (then a replay).
-        return Step.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), null,
+        return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), null,
             0);
       }
       notify(l -> l.onInProgress(key));
       // Held by another worker (typically around a rebalance): look again after a backoff, or
       // when its lease ends, where a takeover becomes possible, whichever comes first.
       Instant at = now().plus(settings.inProgressBackoff());
-      return Step.notFinal(Status.IN_PROGRESS,
+      return Disposition.notFinal(Status.IN_PROGRESS,
           inProgress.leaseUntil().isBefore(at) ? inProgress.leaseUntil() : at, null, 0);
     }
     Claim.Acquired acquired = (Claim.Acquired) claim;
-    Unstored kept = unstored.remove(key);
-    Step step;
+    UnstoredOutcomes.Unstored kept = unstored.take(key);
+    Disposition step;
     if (kept != null) {
       // The handler ran here and returned, but its outcome was not stored and its claim lapsed
       // (no heartbeat, or a long outage) before this claim retook the key: store the kept
       // outcome under the new claim instead of running the handler again.
-      leases.drop(kept.attempt);
       LOG.log(System.Logger.Level.INFO, "{0} was handled already; storing its kept outcome"
           + " instead of running it again", key);
-      step = returned(key, attempt, kept.outcome, kept.started, batch);
+      step = returned(key, attempt, kept.outcome(), kept.started(), batch);
     } else {
       step = run(message, key, acquired, attempt, batch);
     }
-    ownedHere.put(key, step.retryAt == null);
+    ownedHere.put(key, step.retryAt() == null);
     return step;
   }
 
+  /**
+   * Gives back, uncounted, a claim whose step journal this version cannot read (written by a
+   * newer version during a rolling deploy, or damaged): its message fails alone, not run here.
+   */
+  private void giveBackUnreadable(IdempotencyKey key, Claim.Acquired acquired,
+      RuntimeException why) {
+    LOG.log(System.Logger.Level.WARNING, "the record of {0} cannot be read here ({1}); not run,"
+        + " given back for a worker that can", key, why.getMessage());
+    try {
+      store.release(key, acquired.token(), "not run: " + Execution.describe(why), now(),
+          config.retention());
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "could not give back " + key, e);
+    }
+  }
+
   /** Holds the claim of {@code key} from now until its outcome is stored or it is released. */
-  private AttemptImpl hold(IdempotencyKey key, Claim.Acquired acquired, Batch<M> batch) {
+  private AttemptImpl hold(IdempotencyKey key, Claim.Acquired acquired, BatchRun<M> batch) {
     AttemptImpl attempt = new AttemptImpl(key, acquired, config, store);
     leases.hold(attempt);
     batch.attempts.add(attempt);
     return attempt;
   }
 
-  /** Forgets a kept outcome of {@code key} whose record was completed meanwhile. */
-  private void forgetUnstored(IdempotencyKey key) {
-    Unstored kept = unstored.remove(key);
-    if (kept != null) {
-      leases.drop(kept.attempt);
-    }
-  }
-
-  private Step run(M message, IdempotencyKey key, Claim.Acquired acquired, AttemptImpl attempt,
-      Batch<M> batch) {
+  private Disposition run(M message, IdempotencyKey key, Claim.Acquired acquired, AttemptImpl attempt,
+      BatchRun<M> batch) {
     long token = acquired.token();
     notify(l -> l.onAcquired(key, token, acquired.takeover()));
     try {
@@ -505,12 +480,12 @@ public final class BatchEngine<M> {
       notify(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost while the message waited its"
           + " turn: another worker took over; not run here, it will be delivered again", key);
-      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, 0);
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, 0);
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "could not extend the lease on " + key
           + " before running it; not run, it will be delivered again", e);
-      letGo(attempt, "released unprocessed: its lease could not be extended");
-      return Step.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e, 0);
+      leases.release(attempt, "released unprocessed: its lease could not be extended");
+      return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e, 0);
     }
     long started = System.nanoTime();
     try {
@@ -534,12 +509,12 @@ public final class BatchEngine<M> {
   }
 
   /** The handler returned: its outcome is stored with the batch, or at once, or kept. */
-  private Step returned(IdempotencyKey key, AttemptImpl attempt, Outcome outcome, long started,
-      Batch<M> batch) {
+  private Disposition returned(IdempotencyKey key, AttemptImpl attempt, Outcome outcome, long started,
+      BatchRun<M> batch) {
     if (settings.batchClaims()) {
       // Stored with the rest of the batch (storePending); the claim stays held until then.
-      batch.pending.put(key, new Pending(attempt, outcome, started));
-      return Step.awaiting(key, Status.HANDLED);
+      batch.pending.put(key, new BatchRun.Pending(attempt, outcome, started));
+      return Disposition.awaiting(key, Status.HANDLED);
     }
     long token = attempt.token();
     leases.drop(attempt);
@@ -549,18 +524,18 @@ public final class BatchEngine<M> {
       notify(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
           + " worker took over; the message will be delivered again", key);
-      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e,
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e,
           attempt.attemptNumber());
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "could not store the outcome of " + key
           + "; kept with its claim, stored before the message is handled again", e);
-      keep(attempt, outcome, started);
-      return Step.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), e,
+      unstored.keep(attempt, outcome, started);
+      return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), e,
           attempt.attemptNumber());
     }
     Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
     notify(l -> l.onCompleted(key, token, elapsed));
-    return Step.done(Status.HANDLED, attempt.attemptNumber());
+    return Disposition.done(Status.HANDLED, attempt.attemptNumber());
   }
 
   /**
@@ -568,34 +543,40 @@ public final class BatchEngine<M> {
    * compensations and the dead letter's publication, dropped just before the failure is stored or
    * the claim released, so a slow broker cannot let another worker take the message over.
    */
-  private Step failed(M message, IdempotencyKey key, Claim.Acquired acquired,
+  private Disposition failed(M message, IdempotencyKey key, Claim.Acquired acquired,
       AttemptImpl attempt, Exception failure) {
     long token = acquired.token();
     int number = acquired.attempt();
     if (failure instanceof LeaseLostException) {
       leases.drop(attempt);
       notify(l -> l.onLeaseLost(key, token));
-      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), failure,
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), failure,
           number);
     }
     boolean terminal = attempt.committedFailure() != null
-        || config.failurePolicy().isTerminal(failure);
+        || Execution.isTerminal(config, failure);
     boolean exhausted = !terminal && number >= settings.maxAttempts();
     notify(l -> l.onFailed(key, token, failure, terminal || exhausted));
     if (!terminal && !exhausted) {
-      giveBack(attempt, Execution.describe(failure));
-      return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
+      leases.fail(attempt, Execution.describe(failure));
+      return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
     AttemptImpl.Termination termination;
     try {
       // The steps the handler completed are undone (each once) before the failure is final.
       termination = attempt.terminate(failure);
+    } catch (LeaseLostException lost) {
+      // The lease passed while compensating: the successor undoes what is left.
+      leases.drop(attempt);
+      notify(l -> l.onLeaseLost(key, token));
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), lost,
+          number);
     } catch (RuntimeException compensationFailure) {
       LOG.log(System.Logger.Level.WARNING, "compensating the failure of " + key + " failed;"
           + " released, the message will be delivered again", compensationFailure);
-      giveBack(attempt, "compensation failed: " + compensationFailure.getMessage());
+      leases.fail(attempt, "compensation failed: " + compensationFailure.getMessage());
       failure.addSuppressed(compensationFailure);
-      return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
+      return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
     DeadLetter.Reason reason = !termination.fullyCompensated()
         ? DeadLetter.Reason.COMPENSATION_FAILED
@@ -610,35 +591,35 @@ public final class BatchEngine<M> {
     } catch (LeaseLostException e) {
       leases.drop(attempt);
       notify(l -> l.onLeaseLost(key, token));
-      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, number);
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, number);
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.DEBUG, "could not extend the lease on " + key
           + " before publishing its dead letter", e);
     }
     // Dead letter first, then the stored failure: a crash in between re-runs the message after
     // the lease (the dead letter may then be published twice) but never loses it.
-    if (!publish(letter, key)) {
-      giveBack(attempt, Execution.describe(failure));
-      return Step.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
+    if (!deadLetters.publish(letter, key)) {
+      leases.fail(attempt, Execution.describe(failure));
+      return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
     }
     leases.drop(attempt); // no beat may extend it while it is being completed
     try {
       store.complete(key, token, outcome, now(), config.retention());
     } catch (LeaseLostException e) {
       notify(l -> l.onLeaseLost(key, token));
-      return Step.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, number);
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, number);
     } catch (RuntimeException e) {
       // Dead-lettered already: keep the stored failure to come, as for an outcome (above).
       LOG.log(System.Logger.Level.WARNING, "could not store the failure of " + key
           + "; kept with its claim, stored before the message is handled again", e);
-      keep(attempt, outcome, System.nanoTime());
-      return Step.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), e,
+      unstored.keep(attempt, outcome, System.nanoTime());
+      return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), e,
           number);
     }
-    return new Step(Status.DEAD_LETTERED, null, null, reason, failure, number);
+    return Disposition.deadLettered(reason, failure, number);
   }
 
-  private Step withoutKey(M message, RuntimeException cause) {
+  private Disposition withoutKey(M message, RuntimeException cause) {
     if (settings.noKeyPolicy() == NoKeyPolicy.DEAD_LETTER) {
       LOG.log(System.Logger.Level.WARNING, "a message has no idempotency key ({0});"
           + " dead-lettered", cause.getMessage());
@@ -662,74 +643,30 @@ public final class BatchEngine<M> {
       settings.handler().handle(message, null);
     } catch (Exception failure) {
       int attempts = unprotectedAttempts.merge(id, 1, Integer::sum);
-      boolean terminal = config.failurePolicy().isTerminal(failure);
+      boolean terminal = Execution.isTerminal(config, failure);
       if (!terminal && attempts < settings.maxAttempts()) {
-        return Step.notFinal(Status.RETRY, now().plus(settings.backoff(attempts)), failure,
+        return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(attempts)), failure,
             attempts);
       }
-      Step step = deadLetter(new DeadLetter<>(message, terminal
+      Disposition step = deadLetter(new DeadLetter<>(message, terminal
           ? DeadLetter.Reason.TERMINAL_FAILURE : DeadLetter.Reason.RETRIES_EXHAUSTED, null,
           failure.getClass().getName(), failure.getMessage(), attempts), failure);
-      if (step.retryAt == null) {
+      if (step.retryAt() == null) {
         unprotectedAttempts.remove(id);
       }
       return step;
     }
     unprotectedAttempts.remove(id);
-    return Step.done(Status.HANDLED, 0);
+    return Disposition.done(Status.HANDLED, 0);
   }
 
   /** Publishes a dead letter for a message that is then final, or asks for a retry. */
-  private Step deadLetter(DeadLetter<M> letter, Throwable cause) {
-    if (!publish(letter, null)) {
-      return Step.notFinal(Status.RETRY, now().plus(settings.initialBackoff()), cause,
+  private Disposition deadLetter(DeadLetter<M> letter, Throwable cause) {
+    if (!deadLetters.publish(letter, null)) {
+      return Disposition.notFinal(Status.RETRY, now().plus(settings.initialBackoff()), cause,
           letter.attempts());
     }
-    return new Step(Status.DEAD_LETTERED, null, null, letter.reason(), cause, letter.attempts());
-  }
-
-  /** Publishes a dead letter; false (logged) when it could not be. */
-  private boolean publish(DeadLetter<M> letter, IdempotencyKey key) {
-    try {
-      settings.deadLetters().publish(letter);
-      return true;
-    } catch (Exception e) {
-      if (e instanceof InterruptedException) {
-        Thread.currentThread().interrupt();
-      }
-      LOG.log(System.Logger.Level.WARNING, "could not publish the dead letter ("
-          + letter.reason() + ") of " + (key == null ? "a message" : key.toString())
-          + "; it will be delivered again", e);
-      return false;
-    }
-  }
-
-  /**
-   * Stops holding a claim whose handler never ran and gives it back (FAILED, the attempt not
-   * counted), so the next delivery retakes it at once with the same attempt number.
-   */
-  private void letGo(AttemptImpl attempt, String why) {
-    leases.drop(attempt);
-    try {
-      store.release(attempt.idempotencyKey(), attempt.token(), why, now(), config.retention());
-    } catch (RuntimeException e) {
-      // The lease runs out instead; the next delivery takes over then.
-      LOG.log(System.Logger.Level.DEBUG, "could not release " + attempt.idempotencyKey(), e);
-    }
-  }
-
-  /**
-   * Stops holding a claim whose handler failed and records the failure (FAILED, retryable, the
-   * attempt counted), so the next delivery retakes it at once.
-   */
-  private void giveBack(AttemptImpl attempt, String why) {
-    leases.drop(attempt);
-    try {
-      store.fail(attempt.idempotencyKey(), attempt.token(), why, now(), config.retention());
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.DEBUG, "could not record the failure of "
-          + attempt.idempotencyKey(), e);
-    }
+    return Disposition.deadLettered(letter.reason(), cause, letter.attempts());
   }
 
   private void notify(Consumer<OnceListener> event) {
@@ -738,89 +675,11 @@ public final class BatchEngine<M> {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** What the batch came to, gathered while processing. */
-  private static final class Batch<M> {
-    final List<M> messages;
-    final Step[] steps;
-    final IdempotencyKey[] keys;
-    /** Handled messages whose outcome awaits the batch's completeAll, in handling order. */
-    final Map<IdempotencyKey, Pending> pending = new LinkedHashMap<>();
-    /** Every claim acquired in this batch (each held until stored, released or kept). */
-    final List<AttemptImpl> attempts = new ArrayList<>();
-    /** Why the batch's completeAll failed, if it did. */
-    RuntimeException storeFailure;
-
-    Batch(List<M> messages) {
-      this.messages = List.copyOf(messages);
-      this.steps = new Step[messages.size()];
-      this.keys = new IdempotencyKey[messages.size()];
-    }
-
-    void set(int i, IdempotencyKey key, Step step) {
-      steps[i] = step;
-      keys[i] = key;
-    }
-
-    BatchOutcome<M> outcome() {
-      List<ItemResult<M>> items = new ArrayList<>(steps.length);
-      for (int i = 0; i < steps.length; i++) {
-        Step s = steps[i];
-        if (s == null || s.awaiting != null) {
-          // Never reached: the batch ended early (a failed claim fills every step; this guards).
-          throw new IllegalStateException("message " + i + " of the batch has no result; steps "
-              + Arrays.toString(steps));
-        }
-        items.add(new ItemResult<>(i, messages.get(i), keys[i], s.status, s.retryAt, s.failure,
-            s.attempt, s.reason));
-      }
-      return new BatchOutcome<>(items);
-    }
-  }
-
   /** A message's key and fingerprint, or why it has none. */
   private record Item(IdempotencyKey key, Fingerprint fingerprint, Object group,
       RuntimeException noKeyCause) {
     static Item none(RuntimeException cause) {
       return new Item(null, null, null, cause);
-    }
-  }
-
-  /**
-   * What became of one message: final or to be delivered again from {@code retryAt}; or, while
-   * the batch runs, awaiting the batch's completion of {@code awaiting} to become
-   * {@code status}.
-   */
-  private record Step(Status status, Instant retryAt, IdempotencyKey awaiting,
-      DeadLetter.Reason reason, Throwable failure, int attempt) {
-
-    static Step done(Status status, int attempt) {
-      return new Step(status, null, null, null, null, attempt);
-    }
-
-    static Step notFinal(Status status, Instant retryAt, Throwable failure, int attempt) {
-      return new Step(status, retryAt, null, null, failure, attempt);
-    }
-
-    static Step awaiting(IdempotencyKey key, Status status) {
-      return new Step(status, null, key, null, null, 0);
-    }
-  }
-
-  /** A handled message whose outcome is stored with the rest of the batch. */
-  private record Pending(AttemptImpl attempt, Outcome outcome, long started) {
-    IdempotencyKey key() {
-      return attempt.idempotencyKey();
-    }
-
-    long token() {
-      return attempt.token();
-    }
-  }
-
-  /** An outcome the store failed to take, kept with its (held) claim until a retry stores it. */
-  private record Unstored(AttemptImpl attempt, Outcome outcome, long started) {
-    IdempotencyKey key() {
-      return attempt.idempotencyKey();
     }
   }
 }

@@ -154,15 +154,23 @@ public final class Execution {
       Codec<T> codec, Work<T, X> work) throws X {
     notify(l -> l.onAcquired(key, acquired.token(), acquired.takeover()));
     long started = System.nanoTime();
-    AttemptImpl attempt = new AttemptImpl(key, acquired, config, store);
+    AttemptImpl attempt;
+    try {
+      attempt = new AttemptImpl(key, acquired, config, store);
+    } catch (RuntimeException unreadable) {
+      // A step journal this version cannot read (written by a newer one): not run here.
+      giveBack(key, acquired.token(), "not run: " + unreadable.getMessage());
+      throw unreadable;
+    }
     try {
       // A thread frozen between its claim and here finds its lease passed: the work does not
-      // start; the key is its successor's (nothing is released).
+      // start. Given back uncounted, in case nobody took it over (fenced if somebody did).
       attempt.refuseIfLapsed();
     } catch (LeaseLostException e) {
       notify(l -> l.onLeaseLost(key, acquired.token()));
       LOG.log(System.Logger.Level.WARNING, "the lease on {0} passed before its work started;"
           + " not started", key);
+      giveBack(key, acquired.token(), "not started: the lease passed before the work began");
       throw e;
     }
     Scheduler.Task heartbeat = attempt.startHeartbeat();
@@ -215,13 +223,18 @@ public final class Execution {
       notify(l -> l.onLeaseLost(key, token));
       return;
     }
-    boolean terminal = attempt.committedFailure() != null
-        || config.failurePolicy().isTerminal(failure);
+    boolean terminal = attempt.committedFailure() != null || isTerminal(config, failure);
     notify(l -> l.onFailed(key, token, failure, terminal));
     Outcome terminalOutcome = null;
     if (terminal) {
       try {
         terminalOutcome = attempt.terminate(failure).outcome();
+      } catch (LeaseLostException lost) {
+        // The lease passed while compensating: the successor undoes what is left.
+        stopHeartbeat.run();
+        failure.addSuppressed(lost);
+        notify(l -> l.onLeaseLost(key, token));
+        return;
       } catch (RuntimeException compensationFailure) {
         stopHeartbeat.run();
         // Not stored yet: released, the next attempt compensates the rest (the journal says what
@@ -253,6 +266,30 @@ public final class Execution {
                 + (terminal ? "; unless it was, a retry after the lease runs the work again" : ""));
         notify(l -> l.onOutcomeUnknown(key, token, unavailable));
       }
+    }
+  }
+
+  /** Gives back a claim whose work never ran, the attempt not counted; best effort. */
+  private void giveBack(IdempotencyKey key, long token, String why) {
+    try {
+      store.release(key, token, why.length() > 1000 ? why.substring(0, 1000) : why,
+          config.clock().instant(), config.retention());
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "could not give back " + key, e);
+    }
+  }
+
+  /**
+   * Whether the failure policy calls {@code failure} terminal. The policy is user code: one that
+   * throws is logged and the failure taken as retryable, so it fails only its own call.
+   */
+  static boolean isTerminal(Once.Config config, Throwable failure) {
+    try {
+      return config.failurePolicy().isTerminal(failure);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "the FailurePolicy threw classifying " + failure
+          + "; taken as retryable", e);
+      return false;
     }
   }
 

@@ -14,7 +14,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The claims a {@link BatchEngine} holds (acquired, and neither stored nor released) and the
+ * The claims a {@link BatchEngine} holds (acquired, and neither stored nor released), how it
+ * gives them back ({@link #release} unrun, {@link #fail} after a failure), and the
  * one heartbeat that keeps all of them alive: every third of the lease it extends all of them
  * with one {@code extendAll} (one round trip where the store can: a beat over a poll batch of 500
  * records must not outlast the lease), and tells each attempt what became of it (which logs and
@@ -24,6 +25,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * runs ({@link AttemptImpl#ensureLease()}). Not API.
  */
 final class Leases {
+
+  private static final System.Logger LOG = System.getLogger(BatchEngine.class.getName());
 
   private final Scheduler scheduler;
   private final Duration period;
@@ -117,6 +120,36 @@ final class Leases {
       } else {
         attempt.extendedTo(until);
       }
+    }
+  }
+
+  /**
+   * Stops holding a claim whose handler never ran and gives it back (FAILED, the attempt not
+   * counted), so the next delivery retakes it at once with the same attempt number.
+   */
+  void release(AttemptImpl attempt, String why) {
+    drop(attempt);
+    try {
+      store.release(attempt.idempotencyKey(), attempt.token(), why, config.clock().instant(),
+          config.retention());
+    } catch (RuntimeException e) {
+      // The lease runs out instead; the next delivery takes over then.
+      LOG.log(System.Logger.Level.DEBUG, "could not release " + attempt.idempotencyKey(), e);
+    }
+  }
+
+  /**
+   * Stops holding a claim whose handler failed and records the failure (FAILED, retryable, the
+   * attempt counted), so the next delivery retakes it at once.
+   */
+  void fail(AttemptImpl attempt, String why) {
+    drop(attempt);
+    try {
+      store.fail(attempt.idempotencyKey(), attempt.token(), why, config.clock().instant(),
+          config.retention());
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "could not record the failure of "
+          + attempt.idempotencyKey(), e);
     }
   }
 }

@@ -30,6 +30,7 @@ class CompensationThatKeepsFailingTest {
 
   record Msg(String key) {}
 
+
   @Test
   void aCompensationThatAlwaysFailsIsDeadLetteredAfterItsAttempts() {
     Step<String> charge = Step.of("charge", Codecs.utf8()).compensate((r, k) -> {
@@ -59,5 +60,33 @@ class CompensationThatKeepsFailingTest {
       assertThat(letter.reason()).isEqualTo(DeadLetter.Reason.COMPENSATION_FAILED);
       assertThat(letter.exceptionMessage()).contains("NOT compensated: charge");
     });
+  }
+
+  /**
+   * Found in review: when the journal with the committed failure added exceeded the payload
+   * bound, committing threw before anything was compensated or counted, so the message was
+   * retried forever, never compensated, never dead-lettered. The committed failure is now cut
+   * to fit.
+   */
+  @Test
+  void aFailureThatDoesNotFitTheJournalIsNeverCompensatedNorFinal() {
+    List<String> effects = new CopyOnWriteArrayList<>();
+    dev.once.Step<String> charge = dev.once.Step.of("charge", dev.once.Codecs.utf8())
+        .compensate((r, k) -> effects.add("refund"));
+    Once once = Once.builder(new InMemoryStore()).maxPayloadBytes(400).steps(charge)
+        .compensationAttempts(3)
+        .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalArgumentException.class))
+        .build();
+    List<Status> seen = new java.util.ArrayList<>();
+    BatchExecutor<Msg> executor = BatchExecutor.<Msg>builder(once, (m, a) -> {
+      a.step(charge, k -> "c".repeat(250));
+      throw new IllegalArgumentException("rejected: " + "x".repeat(200));
+    }).scope("s").key(Msg::key).fingerprint(m -> Fingerprint.of(m.key()))
+        .deadLetters(l -> {}).maxAttempts(5).build();
+    for (int i = 0; i < 10; i++) {
+      seen.add(executor.process(List.of(new Msg("A"))).items().get(0).status());
+    }
+    assertThat(seen).contains(Status.DEAD_LETTERED);
+    assertThat(effects).containsExactly("refund");
   }
 }

@@ -118,6 +118,33 @@ class SagaRetryThatTakesAnotherPathTest {
     assertThat(effects).isEmpty();
   }
 
+  /**
+   * Found in review: a retry of work already committed to a terminal failure went another way
+   * and ran a step the first attempt never reached (an e-mail "your order ships today" for an
+   * order being undone). Such a retry runs no new step: the committed failure is thrown at it.
+   */
+  @Test
+  void aRetryCommittedToAFailureDoesNotRunANewStep() {
+    Step<String> email = Step.of("email", Codecs.utf8());
+    Once once = once(reserve, charge, ship);
+    assertThatThrownBy(() -> once.execute(key, Fingerprint.of("o-9"), Codecs.utf8(), a -> {
+      a.step(reserve, k -> "stock-1");
+      a.step(charge, k -> "ch-1");
+      throw new IllegalArgumentException("address rejected");
+    })).isInstanceOf(IllegalArgumentException.class);
+
+    // The retry takes another branch: a step the first attempt never reached.
+    assertThatThrownBy(() -> once.execute(key, Fingerprint.of("o-9"), Codecs.utf8(), a -> {
+      a.step(reserve, k -> "stock-1");
+      return a.step(email, k -> {
+        effects.add("email: your order ships today");
+        return "sent";
+      });
+    })).isInstanceOf(RuntimeException.class);
+
+    assertThat(effects).containsExactly("refund ch-1", "release stock-1");
+  }
+
   @Test
   void twoDifferentStepsWithOneNameAreRefused() {
     assertThatThrownBy(() -> Once.builder(store).steps(charge, Step.of("charge", Codecs.utf8())))

@@ -3,6 +3,7 @@ package dev.once.issues;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InMemoryStore;
@@ -121,5 +122,30 @@ class UserFunctionThatThrowsTest {
 
     assertThat(stored("1")).isTrue();
     assertThat(stored("2")).isTrue();
+  }
+
+  /**
+   * Found in review: the failure policy's predicate is a user function too. One that threw for
+   * message A ended the whole batch, and B (claimed with the batch, never run) was neither run
+   * nor released. A predicate that throws now counts the failure as retryable.
+   */
+  @Test
+  void aFailurePolicyPredicateThatThrowsFailsItsMessageOnly() {
+    Once once = Once.builder(store).failurePolicy(FailurePolicy.retryAll().terminalIf(t -> {
+      throw new IllegalStateException("classifier bug");
+    })).build();
+        BatchExecutor<Msg> executor = BatchExecutor.<Msg>builder(once, (m, a) -> {
+      if (m.key().equals("A")) {
+        throw new RuntimeException("boom");
+      }
+      handled.add(m.key());
+    }).scope("orders").key(Msg::key).fingerprint(m -> Fingerprint.of(m.key()))
+        .deadLetters(l -> {}).build();
+
+    BatchOutcome<Msg> outcome = executor.process(List.of(new Msg("A", null),
+        new Msg("B", null)));
+
+    assertThat(statuses(outcome)).containsExactly(Status.RETRY, Status.HANDLED);
+    assertThat(handled).containsExactly("B");
   }
 }

@@ -12,6 +12,7 @@ import dev.once.dynamodb.internal.TableSetup;
 import dev.once.spi.Checks;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
@@ -23,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Pattern;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
@@ -406,6 +408,12 @@ public final class DynamoDbStore implements IdempotencyStore {
   @Override
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
     engine.fail(key, token, error, now, retention);
+  }
+
+  /** Conditional updates in parallel on the asynchronous client, when the store has one. */
+  @Override
+  public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    return engine.extendAll(claims, now, lease);
   }
 
   @Override

@@ -17,6 +17,7 @@ import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
 import dev.once.spi.EpochMicros;
+import dev.once.spi.HeldClaim;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
@@ -25,10 +26,12 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -372,6 +375,95 @@ public final class DynamoDbEngine {
       }
     }
     throw new StoreUnavailableException("extend of " + key + " kept conflicting", null, false);
+  }
+
+  /**
+   * Extends a batch heartbeat's leases: conditional updates in parallel on the asynchronous client
+   * (at most the claimAll concurrency at once), one by one without it.
+   *
+   * @return the keys no longer IN_PROGRESS under their claim's token, in request order
+   */
+  public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    Objects.requireNonNull(claims, "claims");
+    Objects.requireNonNull(now, "now");
+    Checks.positive(lease, "lease");
+    boolean[] lost = new boolean[claims.size()];
+    if (asyncClient == null || claims.size() == 1) {
+      for (int i = 0; i < claims.size(); i++) {
+        try {
+          extend(claims.get(i).key(), claims.get(i).token(), now, lease);
+        } catch (LeaseLostException e) {
+          lost[i] = true;
+        }
+      }
+    } else {
+      long leaseUntil = EpochMicros.plus(now, lease);
+      AtomicInteger next = new AtomicInteger();
+      AtomicReference<Throwable> failure = new AtomicReference<>();
+      List<CompletableFuture<Void>> workers = new ArrayList<>();
+      for (int w = 0; w < Math.min(claimAllConcurrency, claims.size()); w++) {
+        workers.add(extendNext(claims, next, lost, failure, now, leaseUntil));
+      }
+      CompletableFuture.allOf(workers.toArray(CompletableFuture[]::new)).join();
+      if (failure.get() != null) {
+        throw Errors.map(failure.get(), table, "extendAll of " + claims.size() + " keys");
+      }
+    }
+    Set<IdempotencyKey> out = new LinkedHashSet<>();
+    for (int i = 0; i < lost.length; i++) {
+      if (lost[i]) {
+        out.add(claims.get(i).key());
+      }
+    }
+    return out;
+  }
+
+  /** One worker of extendAll: extends the next claim, repeats until none is left or one fails. */
+  private CompletableFuture<Void> extendNext(List<HeldClaim> claims, AtomicInteger next,
+      boolean[] lost, AtomicReference<Throwable> failure, Instant now, long leaseUntil) {
+    int i = next.getAndIncrement();
+    if (i >= claims.size() || failure.get() != null) {
+      return CompletableFuture.completedFuture(null);
+    }
+    HeldClaim claim = claims.get(i);
+    return extendAsync(claim, now, leaseUntil, false, 0).handle((extended, error) -> {
+      if (error != null) {
+        failure.compareAndSet(null, Errors.unwrap(error));
+      } else {
+        lost[i] = !extended;
+      }
+      return null;
+    }).thenCompose(v -> extendNext(claims, next, lost, failure, now, leaseUntil));
+  }
+
+  /** As {@link #extend}, asynchronously: true when extended, false when the lease is lost. */
+  private CompletableFuture<Boolean> extendAsync(HeldClaim claim, Instant now, long leaseUntil,
+      boolean push, int round) {
+    if (round >= MAX_WRITE_ROUNDS) {
+      return CompletableFuture.failedFuture(new StoreUnavailableException("extend of "
+          + claim.key() + " kept conflicting", null, false));
+    }
+    Values values = owned(claim.token())
+        .put(":lease_until", n(leaseUntil))
+        .put(":now", n(EpochMicros.of(now)));
+    if (push) {
+      values.put(":ttl", n(Ttl.seconds(leaseUntil)));
+    }
+    return asyncClient.updateItem(update(claim.key(), push ? extendPush : extend, values, true))
+        .handle((response, error) -> {
+          if (error == null) {
+            return CompletableFuture.completedFuture(true);
+          }
+          if (Errors.unwrap(error) instanceof ConditionalCheckFailedException e) {
+            Map<String, AttributeValue> old = ownedItem(e, claim.token());
+            if (old == null) {
+              return CompletableFuture.completedFuture(false);
+            }
+            return extendAsync(claim, now, leaseUntil,
+                items.number(old, RecordAttribute.EXPIRES_AT) < leaseUntil, round + 1);
+          }
+          return CompletableFuture.<Boolean>failedFuture(Errors.unwrap(error));
+        }).thenCompose(f -> f);
   }
 
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {

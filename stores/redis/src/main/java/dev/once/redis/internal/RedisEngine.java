@@ -407,7 +407,7 @@ public final class RedisEngine implements AutoCloseable {
         IdempotencyRecord r = value == null ? null : RecordFormat.decode(request.key(), value);
         if (r != null && r.token() == token && ClaimRules.isOwnClaim(r, request)) {
           Instant now = request.now();
-          IdempotencyRecord released = ClaimRules.failed(r, error, now, request.retention());
+          IdempotencyRecord released = ClaimRules.released(r, error, now, request.retention());
           swaps.add(swapAsync(redis, layout.record(request.key()), value,
               RecordFormat.encode(released), ttlMillis(released.expiresAt(), now)));
         }

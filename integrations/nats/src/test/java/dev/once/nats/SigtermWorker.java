@@ -1,0 +1,90 @@
+package dev.once.nats;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.once.Once;
+import dev.once.jdbc.JdbcDialect;
+import dev.once.jdbc.JdbcStore;
+import io.nats.client.Connection;
+import io.nats.client.Nats;
+import io.nats.client.Options;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A consumer process as a service runs one: a fetch loop, and a JVM shutdown hook that stops it
+ * (what a SIGTERM in a rolling deploy runs). Each handled message appends its payload to the
+ * effects file. When it handles the message whose payload is its last argument it prints
+ * {@code HALF} and waits for the shutdown to begin, so the SIGTERM arrives with the batch half
+ * done.
+ *
+ * <p>Arguments: NATS URL, stream, durable consumer, JDBC URL (PostgreSQL, with user and password),
+ * store table, effects file, payload to halt at.
+ */
+public final class SigtermWorker {
+
+  private SigtermWorker() {}
+
+  public static void main(String[] args) throws Exception {
+    String url = args[0];
+    String stream = args[1];
+    String durable = args[2];
+    HikariConfig config = new HikariConfig();
+    config.setPoolName("sigterm-worker");
+    config.setMaximumPoolSize(2);
+    config.setJdbcUrl(args[3]);
+    HikariDataSource dataSource = new HikariDataSource(config);
+    JdbcStore store = JdbcStore.builder(dataSource).dialect(JdbcDialect.POSTGRESQL).table(args[4])
+        .build();
+    Path effects = Path.of(args[5]);
+    String haltAt = args[6];
+    CountDownLatch terminating = new CountDownLatch(1);
+    Connection connection = Nats.connect(Options.builder().server(url)
+        .connectionTimeout(Duration.ofSeconds(5)).build());
+    IdempotentNatsConsumer consumer = IdempotentNatsConsumer.builder(
+        Once.builder(store).build(), (message, attempt) -> {
+          String payload = new String(message.getData(), StandardCharsets.UTF_8);
+          append(effects, payload);
+          if (payload.equals(haltAt)) {
+            System.out.println("HALF");
+            System.out.flush();
+            terminating.await(30, TimeUnit.SECONDS);
+          }
+        })
+        .connection(connection)
+        .stream(stream)
+        .consumer(durable)
+        .batchSize(100) // the test publishes all 20 before this process starts: one fetch
+        .build();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      terminating.countDown();
+      // Waits for the loop: the message being handled finishes, the rest of its batch is nak'd,
+      // the final ones are acked and flushed.
+      consumer.close();
+      try {
+        connection.close();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      dataSource.close();
+    }));
+    System.out.println("STARTED");
+    System.out.flush();
+    consumer.run();
+  }
+
+  static synchronized void append(Path effects, String value) {
+    try {
+      Files.writeString(effects, value + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+          StandardOpenOption.APPEND, StandardOpenOption.SYNC);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,80 @@
+package dev.once.rabbitmq;
+
+import com.rabbitmq.client.Connection;
+import dev.once.Once;
+import dev.once.redis.RedisStore;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A consumer process as a service runs one: a subscription on its own connection, and a JVM
+ * shutdown hook that stops it (what a SIGTERM in a rolling deploy runs). Each handled message
+ * appends its body to the effects file. When it handles the message whose body is its last
+ * argument it prints {@code HALF} and waits for the shutdown to begin, so the SIGTERM arrives with
+ * the batch half done.
+ *
+ * <p>Arguments: queue, dead-letter exchange, Redis URI, effects file, body to halt at. The broker
+ * is {@link Rabbit}'s (the same environment as the test).
+ */
+public final class SigtermWorker {
+
+  private SigtermWorker() {}
+
+  public static void main(String[] args) throws Exception {
+    String queue = args[0];
+    String deadLetterExchange = args[1];
+    RedisStore store = RedisStore.builder(args[2]).build();
+    Path effects = Path.of(args[3]);
+    String haltAt = args[4];
+    CountDownLatch terminating = new CountDownLatch(1);
+    Connection connection = Rabbit.connect();
+    Subscription subscription = IdempotentRabbitConsumer.builder(
+        Once.builder(store).build(), (delivery, attempt) -> {
+          String body = new String(delivery.getBody(), StandardCharsets.UTF_8);
+          append(effects, body);
+          if (body.equals(haltAt)) {
+            System.out.println("HALF");
+            System.out.flush();
+            terminating.await(30, TimeUnit.SECONDS);
+          }
+        })
+        .queue(queue)
+        .deadLetterExchange(deadLetterExchange)
+        .prefetch(100)
+        // The test publishes all 20 messages before this process starts: they arrive in one burst
+        // and the linger gathers them into one batch.
+        .linger(Duration.ofMillis(500))
+        .build()
+        .start(connection);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      terminating.countDown();
+      // Waits for the worker: the message being handled finishes, the rest is released, what is
+      // final is acknowledged and the channel closed (the broker requeues the rest).
+      subscription.close();
+      try {
+        connection.close();
+      } catch (IOException | RuntimeException e) {
+        // exiting anyway
+      }
+      store.close();
+    }));
+    System.out.println("STARTED");
+    System.out.flush();
+    new CountDownLatch(1).await(); // the subscription runs on its own thread until the SIGTERM
+  }
+
+  static synchronized void append(Path effects, String value) {
+    try {
+      Files.writeString(effects, value + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+          StandardOpenOption.APPEND, StandardOpenOption.SYNC);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
