@@ -16,6 +16,8 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * A consumer process as a service runs one: a fetch loop, and a JVM shutdown hook that stops it
@@ -63,10 +65,20 @@ public final class SigtermWorker {
         .batchSize(100) // the test publishes all 20 before this process starts: one fetch
         .build();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      // close() waits for the loop: the message being handled finishes, the rest of its batch is
+      // nak'd, the final ones are acked and flushed. Its first step sets the stop flag, then it
+      // waits (TIMED_WAITING); the handler in hand returns only after that, as when a SIGTERM
+      // lands in the middle of a handler. (Counting down first would let the batch run on into
+      // the next message before the stop is asked.)
+      Thread closing = new Thread(consumer::close, "closing");
+      closing.start();
+      awaitTrue(() -> closing.getState() == Thread.State.TIMED_WAITING || !closing.isAlive());
       terminating.countDown();
-      // Waits for the loop: the message being handled finishes, the rest of its batch is nak'd,
-      // the final ones are acked and flushed.
-      consumer.close();
+      try {
+        closing.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       try {
         connection.close();
       } catch (InterruptedException e) {
@@ -77,6 +89,14 @@ public final class SigtermWorker {
     System.out.println("STARTED");
     System.out.flush();
     consumer.run();
+  }
+
+  /** Waits until {@code condition} holds, at most 10 s (then goes on: the test will tell). */
+  private static void awaitTrue(BooleanSupplier condition) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean() && System.nanoTime() < deadline) {
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // polling, hook-side
+    }
   }
 
   static synchronized void append(Path effects, String value) {

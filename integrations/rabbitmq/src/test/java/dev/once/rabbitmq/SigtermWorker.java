@@ -11,6 +11,8 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * A consumer process as a service runs one: a subscription on its own connection, and a JVM
@@ -53,10 +55,20 @@ public final class SigtermWorker {
         .build()
         .start(connection);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      // close() waits for the worker: the message being handled finishes, the rest is released,
+      // what is final is acknowledged and the channel closed (the broker requeues the rest). Its
+      // first step asks the worker to stop (isRunning() turns false); the handler in hand returns
+      // only after that, as when a SIGTERM lands in the middle of a handler. (Counting down first
+      // would let the batch run on into the next message before the stop is asked.)
+      Thread closing = new Thread(subscription::close, "closing");
+      closing.start();
+      awaitTrue(() -> !subscription.isRunning());
       terminating.countDown();
-      // Waits for the worker: the message being handled finishes, the rest is released, what is
-      // final is acknowledged and the channel closed (the broker requeues the rest).
-      subscription.close();
+      try {
+        closing.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       try {
         connection.close();
       } catch (IOException | RuntimeException e) {
@@ -67,6 +79,14 @@ public final class SigtermWorker {
     System.out.println("STARTED");
     System.out.flush();
     new CountDownLatch(1).await(); // the subscription runs on its own thread until the SIGTERM
+  }
+
+  /** Waits until {@code condition} holds, at most 10 s (then goes on: the test will tell). */
+  private static void awaitTrue(BooleanSupplier condition) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean() && System.nanoTime() < deadline) {
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // polling, hook-side
+    }
   }
 
   static synchronized void append(Path effects, String value) {

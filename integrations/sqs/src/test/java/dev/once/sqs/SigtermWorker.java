@@ -66,6 +66,10 @@ public final class SigtermWorker {
         .visibilityTimeout(visibility)
         .build();
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      // The stop is requested while the message in hand is still being handled, as when a
+      // SIGTERM lands in the middle of a handler; only then does that handler return. (Counting
+      // down first would let the batch run on into the next message before the stop is asked.)
+      consumer.stop();
       terminating.countDown();
       // Waits for the loop: the message being handled finishes, the final ones are deleted, the
       // rest of the batch is released and made visible again.
