@@ -55,6 +55,7 @@ public final class SigtermWorker {
     IdempotentConsumerLoop<String, String> loop = consumer.loop(ConsumerViews.autoCommitting(p),
         List.of(topic));
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      loop.stop(); // asked before the record being handled returns: the rest is not run
       terminating.countDown();
       loop.close(); // waits for the loop: the record being handled finishes, the rest is released
       store.close();
