@@ -58,4 +58,36 @@ class AttemptsCountHandlerRunsTest {
     assertThat(fourth.get(0).attempt()).isEqualTo(2);
     assertThat(deadLetters).isEmpty();
   }
+
+  /**
+   * Issue 23, scenario 11: the dead letter's attempt count (Kafka's {@code once-dlt-attempts}
+   * header) counted claims, so a message dead-lettered on its first handler run said 2 when it
+   * had once been released unrun behind another message of its partition.
+   */
+  @Test
+  void aMessageDeadLetteredOnItsFirstRunSaysOneAttempt() {
+    Once once = Once.builder(new InMemoryStore())
+        .failurePolicy(dev.once.FailurePolicy.retryAll()
+            .terminalOn(IllegalArgumentException.class)).build();
+    Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
+    List<DeadLetter<Msg>> deadLetters = new CopyOnWriteArrayList<>();
+    BatchExecutor<Msg> executor = BatchExecutor.<Msg>builder(once, (m, a) -> {
+      int run = runs.computeIfAbsent(m.key(), k -> new AtomicInteger()).incrementAndGet();
+      if (m.key().equals("A") && run == 1) {
+        throw new IllegalStateException("downstream busy");
+      }
+      if (m.key().equals("B")) {
+        throw new IllegalArgumentException("poison");
+      }
+    }).scope("orders").key(Msg::key).fingerprint(m -> Fingerprint.of(m.key()))
+        .orderedBy(Msg::partition).deadLetters(deadLetters::add).build();
+    List<Msg> partition = List.of(new Msg("A", "p0"), new Msg("B", "p0"));
+
+    executor.process(partition); // A fails, B released unrun
+    List<ItemResult<Msg>> second = executor.process(partition).items();
+
+    assertThat(second.get(1).status()).isEqualTo(Status.DEAD_LETTERED);
+    assertThat(deadLetters).singleElement()
+        .satisfies(letter -> assertThat(letter.attempts()).isEqualTo(1));
+  }
 }

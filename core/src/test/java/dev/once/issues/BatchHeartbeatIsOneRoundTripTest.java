@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InMemoryStore;
+import dev.once.ManualClock;
 import dev.once.Once;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.ItemResult;
@@ -29,7 +30,7 @@ class BatchHeartbeatIsOneRoundTripTest {
 
   @Test
   void oneBeatExtendsEveryClaimOfABatchWithOneStoreCall() {
-    TestParts.HandClock clock = new TestParts.HandClock();
+    ManualClock clock = new ManualClock();
     TestParts.HandScheduler beats = new TestParts.HandScheduler();
     InMemoryStore memory = new InMemoryStore();
     List<String> calls = new CopyOnWriteArrayList<>();

@@ -7,6 +7,7 @@ import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InMemoryStore;
+import dev.once.ManualClock;
 import dev.once.Once;
 import dev.once.Step;
 import java.time.Duration;
@@ -29,7 +30,7 @@ class CompensationOnALapsedLeaseTest {
 
   @Test
   void aCompensationDoesNotStartOnALapsedLease() {
-    TestParts.HandClock clock = new TestParts.HandClock();
+    ManualClock clock = new ManualClock();
     Duration lease = Duration.ofSeconds(30);
     AtomicBoolean successorRan = new AtomicBoolean();
     @SuppressWarnings("unchecked")

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.InMemoryStore;
+import dev.once.ManualClock;
 import dev.once.Once;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.DeadLetter;
@@ -31,7 +32,7 @@ class DeadLetterSlowerThanTheLeaseTest {
 
   @Test
   void aDeadLetterPublishSlowerThanTheLeaseRunsTheHandlerOnce() {
-    TestParts.HandClock clock = new TestParts.HandClock();
+    ManualClock clock = new ManualClock();
     TestParts.HandScheduler beats = new TestParts.HandScheduler();
     InMemoryStore store = new InMemoryStore();
     Once once = Once.builder(store).clock(clock).lease(LEASE).heartbeat(beats)

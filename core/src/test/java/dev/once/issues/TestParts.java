@@ -4,43 +4,15 @@ import dev.once.Scheduler;
 import dev.once.spi.IdempotencyStore;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
 
-/** Small parts the scenario tests share: a clock moved by hand, beats run by hand, a store hook. */
+/** Small parts the scenario tests share: beats run by hand, a store hook. */
 final class TestParts {
 
   private TestParts() {}
-
-  /** A clock that moves only when told. */
-  static final class HandClock extends Clock {
-    private volatile Instant now = Instant.parse("2030-01-01T00:00:00Z");
-
-    @Override
-    public Instant instant() {
-      return now;
-    }
-
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
-
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
-    }
-
-    void advance(Duration d) {
-      now = now.plus(d);
-    }
-  }
 
   /** A heartbeat scheduler whose tasks run only when {@link #beat()} is called. */
   static final class HandScheduler implements Scheduler {

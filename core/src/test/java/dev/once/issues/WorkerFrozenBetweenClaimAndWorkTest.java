@@ -7,6 +7,7 @@ import dev.once.Codecs;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InMemoryStore;
+import dev.once.ManualClock;
 import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.OnceListener;
@@ -28,7 +29,7 @@ import org.junit.jupiter.api.Test;
 class WorkerFrozenBetweenClaimAndWorkTest {
 
   private static final Duration LEASE = Duration.ofSeconds(30);
-  private final TestParts.HandClock clock = new TestParts.HandClock();
+  private final ManualClock clock = new ManualClock();
   private final InMemoryStore store = new InMemoryStore();
   private final IdempotencyKey key = IdempotencyKey.of("mail", "receipt-7");
   private final List<String> effects = new CopyOnWriteArrayList<>();

@@ -1,9 +1,10 @@
-package dev.once.testkit;
+package dev.once.batch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.Attempt;
+import dev.once.ManualClock;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
