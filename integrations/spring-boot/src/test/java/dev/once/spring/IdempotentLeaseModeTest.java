@@ -105,6 +105,28 @@ class IdempotentLeaseModeTest {
     }
   }
 
+  public static class Reactive {
+    @Idempotent(key = "#id")
+    public reactor.core.publisher.Mono<String> call(String id) {
+      return reactor.core.publisher.Mono.just(id);
+    }
+  }
+
+  public static class Streamed {
+    @Idempotent(key = "#id")
+    public org.springframework.web.servlet.mvc.method.annotation.SseEmitter call(String id) {
+      return new org.springframework.web.servlet.mvc.method.annotation.SseEmitter();
+    }
+  }
+
+  public static class StreamedBody {
+    @Idempotent(key = "#id")
+    public org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody call(
+        String id) {
+      return out -> out.write(id.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+  }
+
   public static class Async {
     @Idempotent(key = "#id")
     public CompletableFuture<String> call(String id) {
@@ -247,5 +269,25 @@ class IdempotentLeaseModeTest {
         .withBean(Async.class)
         .run(context -> assertThat(context.getStartupFailure()).rootCause()
             .hasMessageContaining("asynchronous return types"));
+  }
+
+  /**
+   * Issue 24: a method returning {@code Mono<T>} started (the check looked at the type's own
+   * interfaces only, and {@code Mono} implements {@code Publisher} through {@code CorePublisher}),
+   * answered its first call and failed every duplicate. Such methods, and streamed responses, now
+   * fail the startup, naming the method and what to do.
+   */
+  @Test
+  void returnTypesThatCannotBeStoredFailTheStartupNamingTheMethod() {
+    for (Class<?> bean : List.of(Reactive.class, Streamed.class, StreamedBody.class)) {
+      new ApplicationContextRunner()
+          .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))
+          .withPropertyValues("once.store=memory")
+          .withBean(bean)
+          .run(context -> assertThat(context.getStartupFailure()).as(bean.getSimpleName())
+              .rootCause()
+              .hasMessageContaining(bean.getName() + ".call")
+              .hasMessageMatching("(?s).*(not supported|cannot be stored).*"));
+    }
   }
 }

@@ -12,9 +12,8 @@ import dev.once.spring.Idempotent;
 import java.lang.reflect.Method;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.Type;
+import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletionStage;
-import java.util.concurrent.Future;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.context.expression.BeanFactoryResolver;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
@@ -64,11 +63,60 @@ final class IdempotentMethod {
     this.terminalOn = annotation.terminalOn();
     this.returnType = method.getGenericReturnType();
     Class<?> raw = method.getReturnType();
-    if (CompletionStage.class.isAssignableFrom(raw) || Future.class.isAssignableFrom(raw)
-        || isReactive(raw)) {
-      throw new IllegalStateException("@Idempotent on " + name + ": asynchronous return types ("
-          + raw.getName() + ") are not supported; the method must return its result");
+    String refused = refusal(raw);
+    if (refused != null) {
+      throw new IllegalStateException("@Idempotent on " + name + ": " + refused);
     }
+  }
+
+  /**
+   * Return types whose result cannot be stored whole when the method returns, and so would be run
+   * again or answered wrongly on a retry: refused at startup, with what to do instead.
+   */
+  private static final Map<String, String> REFUSED = Map.of(
+      "java.util.concurrent.CompletionStage", "asynchronous return types (%s) are not supported:"
+          + " the method must return its result",
+      "java.util.concurrent.Future", "asynchronous return types (%s) are not supported:"
+          + " the method must return its result",
+      "org.reactivestreams.Publisher", "reactive return types (%s) are not supported yet:"
+          + " return the value itself (block in the method), or put @Idempotent on a blocking"
+          + " service method the reactive code calls",
+      "java.util.concurrent.Callable", "asynchronous return types (%s) are not supported:"
+          + " the method must return its result",
+      "org.springframework.web.context.request.async.DeferredResult", "asynchronous return"
+          + " types (%s) are not supported: the method must return its result",
+      "org.springframework.web.context.request.async.WebAsyncTask", "asynchronous return types"
+          + " (%s) are not supported: the method must return its result",
+      "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter", "streamed"
+          + " responses (%s) cannot be stored and replayed: return the whole body, or protect the"
+          + " endpoint with the Idempotency-Key filter's path exclusions instead",
+      "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody", "streamed"
+          + " responses (%s) cannot be stored and replayed: return the whole body");
+
+  /** Why {@code raw} cannot be returned by an @Idempotent method, or null when it can. */
+  static String refusal(Class<?> raw) {
+    for (Map.Entry<String, String> r : REFUSED.entrySet()) {
+      if (isA(raw, r.getKey())) {
+        return String.format(r.getValue(), raw.getName());
+      }
+    }
+    return null;
+  }
+
+  /** Whether {@code type} is, extends or implements the type named {@code name}. */
+  private static boolean isA(Class<?> type, String name) {
+    if (type == null || type.isPrimitive()) {
+      return false;
+    }
+    if (type.getName().equals(name)) {
+      return true;
+    }
+    for (Class<?> i : type.getInterfaces()) {
+      if (isA(i, name)) {
+        return true;
+      }
+    }
+    return isA(type.getSuperclass(), name);
   }
 
   /** The method's metadata, or null if it is not {@link Idempotent}. */
@@ -134,6 +182,9 @@ final class IdempotentMethod {
       Codec<Object> none = (Codec<Object>) (Codec<?>) Codecs.none();
       return none;
     }
+    if (isA(raw, "org.springframework.http.HttpEntity")) {
+      return HttpEntityCodec.of(mapper, raw, returnType);
+    }
     if (raw == Optional.class) {
       Type element = returnType instanceof ParameterizedType p
           ? p.getActualTypeArguments()[0] : Object.class;
@@ -172,15 +223,6 @@ final class IdempotentMethod {
       throw new IllegalStateException("@Idempotent on " + method + ": " + what + " '" + text
           + "' is not a valid SpEL expression: " + e.getMessage(), e);
     }
-  }
-
-  private static boolean isReactive(Class<?> type) {
-    for (Class<?> c : type.getInterfaces()) {
-      if (c.getName().equals("org.reactivestreams.Publisher")) {
-        return true;
-      }
-    }
-    return type.getName().equals("org.reactivestreams.Publisher");
   }
 
   static String describe(Method method, Class<?> targetClass) {

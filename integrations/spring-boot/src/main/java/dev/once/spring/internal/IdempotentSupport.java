@@ -6,6 +6,7 @@ import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
+import dev.once.Result;
 import dev.once.jdbc.JdbcStore;
 import dev.once.jdbc.TransactionalOnce;
 import dev.once.spring.OnceProperties;
@@ -92,8 +93,8 @@ final class IdempotentSupport {
     }
     Object value;
     try {
-      value = r.once.call(key, fingerprint, r.codec,
-          attempt -> CurrentAttempt.with(attempt, () -> call.run(invocation))).value();
+      value = replayMarked(r.once.call(key, fingerprint, r.codec,
+          attempt -> CurrentAttempt.with(attempt, () -> call.run(invocation))));
     } catch (Throwable t) {
       Throwable after = call.afterReturn();
       if (after != null && after != t) {
@@ -122,11 +123,19 @@ final class IdempotentSupport {
     IdempotencyKey key = method.key(invocation.getThis(), args, beans);
     Fingerprint fingerprint = method.fingerprint(invocation.getThis(), args, beans, c.mapper);
     Runners r = runners(method, c);
-    return c.transactions.inTransaction(connection -> connection == null
+    return c.transactions.inTransaction(connection -> replayMarked(connection == null
         ? r.once.call(key, fingerprint, r.codec,
-            attempt -> CurrentAttempt.with(attempt, () -> proceed(invocation))).value()
+            attempt -> CurrentAttempt.with(attempt, () -> proceed(invocation)))
         : r.transactional.callInTransaction(connection, key, fingerprint, r.codec,
-            tx -> proceed(invocation)).value());
+            tx -> proceed(invocation))));
+  }
+
+  /** The value, the current HTTP response marked as a replay when it is one. */
+  private static Object replayMarked(Result<Object> result) {
+    if (result.replayed()) {
+      ReplayMarker.markCurrentResponse();
+    }
+    return result.value();
   }
 
   static Object proceed(MethodInvocation invocation) throws Exception {

@@ -11,6 +11,7 @@ import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
+import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -27,12 +28,44 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
 @SpringBootConfiguration
 @EnableAutoConfiguration
 @Import({ProblemDetailsApplication.Payments.class, ProblemDetailsApplication.Charges.class,
-    ProblemDetailsApplication.CatchAll.class})
+    ProblemDetailsApplication.CatchAll.class, ProblemDetailsApplication.Refunds.class})
 public class ProblemDetailsApplication {
 
   @Bean
   DataSource dataSource() {
     return TestDatabaseAccess.sqlite();
+  }
+
+  /** A refund, as a controller returns it. */
+  public record Refund(String id, long amount) {}
+
+  /**
+   * {@code @Idempotent} on the controller methods themselves, keyed on the Idempotency-Key
+   * header: a {@code ResponseEntity} (status, headers and body replayed) and a record.
+   */
+  @RestController
+  public static class Refunds {
+    private final AtomicInteger runs = new AtomicInteger();
+
+    public int runs() {
+      return runs.get();
+    }
+
+    @PostMapping("/refunds")
+    @Idempotent(key = "#key", scope = "refunds.create")
+    public ResponseEntity<Refund> create(@RequestHeader("Idempotency-Key") String key,
+        @RequestParam long amount) {
+      Refund refund = new Refund("re_" + runs.incrementAndGet(), amount);
+      return ResponseEntity.status(201).header("Location", "/refunds/" + refund.id())
+          .header("Set-Cookie", "session=secret").body(refund);
+    }
+
+    @PostMapping("/refunds/preview")
+    @Idempotent(key = "#key", scope = "refunds.preview")
+    public Refund preview(@RequestHeader("Idempotency-Key") String key,
+        @RequestParam long amount) {
+      return new Refund("preview_" + runs.incrementAndGet(), amount);
+    }
   }
 
   /** The idempotent service. */

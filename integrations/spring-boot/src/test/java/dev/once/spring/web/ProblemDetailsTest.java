@@ -146,6 +146,45 @@ class ProblemDetailsTest {
         .doesNotContain("#key"); // the expression stays on the server
   }
 
+  @Autowired
+  ProblemDetailsApplication.Refunds refunds;
+
+  /**
+   * Issue 24: a controller returning {@code ResponseEntity<T>} answered its first call and then
+   * 500 to every retry for the whole retention (the entity was stored as JSON it could not be
+   * read back from). Now the status, the allow-listed headers and the body are replayed, marked.
+   */
+  @Test
+  void aResponseEntityIsReplayedWithItsStatusHeadersAndBodyMarkedReplayed() throws Exception {
+    int before = refunds.runs();
+    HttpResponse<String> first = post("/refunds?amount=700", "r-entity");
+    HttpResponse<String> retry = post("/refunds?amount=700", "r-entity");
+
+    assertThat(first.statusCode()).isEqualTo(201);
+    assertThat(first.headers().firstValue("Set-Cookie")).isPresent();
+    assertThat(first.headers().firstValue("Idempotent-Replayed")).isEmpty();
+    assertThat(retry.statusCode()).isEqualTo(201);
+    assertThat(retry.body()).isEqualTo(first.body());
+    assertThat(retry.headers().firstValue("Location"))
+        .isEqualTo(first.headers().firstValue("Location"));
+    assertThat(retry.headers().firstValue("Idempotent-Replayed")).contains("true");
+    assertThat(retry.headers().firstValue("Set-Cookie")).as("never replayed").isEmpty();
+    assertThat(refunds.runs()).isEqualTo(before + 1);
+    assertThat(post("/refunds?amount=900", "r-entity").statusCode()).isEqualTo(422);
+  }
+
+  @Test
+  void aRecordReturnedByAControllerIsReplayedMarkedReplayed() throws Exception {
+    HttpResponse<String> first = post("/refunds/preview?amount=5", "r-record");
+    HttpResponse<String> retry = post("/refunds/preview?amount=5", "r-record");
+
+    assertThat(first.statusCode()).isEqualTo(200);
+    assertThat(first.headers().firstValue("Idempotent-Replayed")).isEmpty();
+    assertThat(retry.statusCode()).isEqualTo(200);
+    assertThat(retry.body()).isEqualTo(first.body());
+    assertThat(retry.headers().firstValue("Idempotent-Replayed")).contains("true");
+  }
+
   private HttpResponse<String> post(String path) throws Exception {
     return post(path, null);
   }

@@ -1,4 +1,4 @@
-package dev.once.testkit;
+package dev.once;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
