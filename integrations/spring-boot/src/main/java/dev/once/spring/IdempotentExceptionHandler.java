@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import dev.once.InvalidKeyException;
+import dev.once.spring.internal.MissingKeyException;
 import dev.once.KeyReusedException;
 import dev.once.OutcomeNotStoredException;
 import dev.once.OutcomeUnknownException;
@@ -42,7 +43,8 @@ import org.springframework.web.bind.annotation.ExceptionHandler;
  *       <td>{@code idempotency-response-not-stored}</td></tr>
  *   <tr><td>{@link StoreUnavailableException} (and {@link OutcomeUnknownException})</td><td>503</td>
  *       <td>{@code Retry-After: 1}</td><td>{@code idempotency-store-unavailable}</td></tr>
- *   <tr><td>{@link InvalidKeyException}</td><td>400</td><td></td><td>{@code idempotency-key-invalid}</td></tr>
+ *   <tr><td>{@link InvalidKeyException}: the key expression found none</td><td>400</td><td></td><td>{@code idempotency-key-missing}</td></tr>
+ *   <tr><td>{@link InvalidKeyException}: a malformed key</td><td>400</td><td></td><td>{@code idempotency-key-invalid}</td></tr>
  * </table>
  *
  * <p>{@code Retry-After} of a 409 is the lease left on the original, capped by
@@ -151,9 +153,14 @@ public class IdempotentExceptionHandler {
   @ExceptionHandler
   public ResponseEntity<ProblemDetail> invalidKey(InvalidKeyException e) {
     LOG.debug("invalid idempotency key: " + e.getMessage());
+    if (e instanceof MissingKeyException) {
+      // As the filter answers a request without its header: one vocabulary for both.
+      return problem(IdempotencyProblem.KEY_MISSING, IdempotencyProblem.KEY_MISSING.status(),
+          "this request needs an idempotency key", new HttpHeaders());
+    }
     return problem(IdempotencyProblem.KEY_INVALID, IdempotencyProblem.KEY_INVALID.status(),
-        "the idempotency key of this request is missing or malformed: 1-255 printable ASCII"
-            + " characters", new HttpHeaders());
+        "the idempotency key of this request is malformed: 1-255 printable ASCII characters",
+        new HttpHeaders());
   }
 
   /**

@@ -138,9 +138,9 @@ final class IdempotentMethod {
   IdempotencyKey key(Object target, Object[] args, BeanFactory beans) {
     MethodBasedEvaluationContext context = context(target, args, beans);
     Object keyValue = evaluate(key, context, "key");
-    if (keyValue == null) {
-      throw new InvalidKeyException("@Idempotent key '" + key.getExpressionString() + "' of "
-          + scope + " evaluated to null");
+    if (keyValue == null || keyValue.toString().isBlank()) {
+      throw new MissingKeyException("@Idempotent key '" + key.getExpressionString() + "' of "
+          + scope + " evaluated to " + (keyValue == null ? "null" : "a blank string"));
     }
     String tenantValue = "";
     if (tenant != null) {

@@ -141,9 +141,19 @@ class ProblemDetailsTest {
   void aMissingKeyIs400() throws Exception {
     HttpResponse<String> missing = post("/orders");
 
+    // Issue 24: the filter's vocabulary (it answered "missing" where this said "invalid").
     assertThat(missing.statusCode()).isEqualTo(400);
-    assertThat(missing.body()).contains(IdempotencyProblem.KEY_INVALID.type())
+    assertThat(missing.body()).contains(IdempotencyProblem.KEY_MISSING.type())
+        .contains("\"title\":\"" + IdempotencyProblem.KEY_MISSING.title() + "\"")
         .doesNotContain("#key"); // the expression stays on the server
+  }
+
+  @Test
+  void aMalformedKeyIs400Invalid() throws Exception {
+    HttpResponse<String> malformed = post("/charges/" + "k".repeat(300) + "?amount=1");
+
+    assertThat(malformed.statusCode()).isEqualTo(400);
+    assertThat(malformed.body()).contains(IdempotencyProblem.KEY_INVALID.type());
   }
 
   @Autowired
