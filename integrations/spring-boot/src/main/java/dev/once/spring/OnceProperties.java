@@ -51,8 +51,12 @@ public class OnceProperties {
   /** The largest outcome or checkpoint stored (also bounded by the store). */
   private DataSize maxPayload = DataSize.ofBytes(Once.Builder.DEFAULT_MAX_PAYLOAD_BYTES);
 
-  /** Extend the lease of running logic every third of the lease. */
-  private boolean heartbeat;
+  /**
+   * Extend the lease of running logic every third of the lease, so a method that runs longer
+   * than the lease is not taken over while it runs: one store write per running call every
+   * lease/3 (10 s by default), none while nothing runs.
+   */
+  private boolean heartbeat = true;
 
   private final Maintenance maintenance = new Maintenance();
   private final Jdbc jdbc = new Jdbc();

@@ -50,14 +50,21 @@ class OnceAutoConfigurationTest {
   private final ApplicationContextRunner runner = new ApplicationContextRunner()
       .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class));
 
+  /**
+   * Issue 24: with no DataSource and no Lettuce client the starter fell back to the in-memory
+   * store with one WARN: a service with several instances silently had no idempotency between
+   * them. The startup now fails, naming the fix; {@code once.store=memory} asks for memory.
+   */
   @Test
-  void withoutADataSourceTheStoreIsInMemoryWithAWarning(CapturedOutput output) {
-    runner.run(context -> {
+  void withoutAStoreTheStartupFailsNamingTheFix() {
+    runner.run(context -> assertThat(context.getStartupFailure()).isNotNull()
+        .hasRootCauseInstanceOf(dev.once.spring.internal.OnceStartupException.class)
+        .rootCause().hasMessageContaining("no idempotency store"));
+    runner.withPropertyValues("once.store=memory").run(context -> {
       assertThat(context).hasNotFailed();
       assertThat(context.getBean(IdempotencyStore.class)).isInstanceOf(InMemoryStore.class);
       assertThat(context.getBean(Once.class).store()).isSameAs(context.getBean(IdempotencyStore.class));
     });
-    assertThat(output).contains("Once uses an in-memory idempotency store");
   }
 
   @Test
@@ -115,7 +122,7 @@ class OnceAutoConfigurationTest {
   @Test
   void propertiesFeedTheOnceBuilder() {
     runner.withPropertyValues("once.store=memory", "once.lease=7s", "once.retention=2h",
-            "once.in-progress-wait=3s", "once.max-payload=64KB")
+            "once.in-progress-wait=3s", "once.max-payload=64KB", "once.heartbeat=false")
         .run(context -> {
           Once.Config config = context.getBean(Once.class).config();
           assertThat(config.lease()).isEqualTo(Duration.ofSeconds(7));
@@ -134,6 +141,8 @@ class OnceAutoConfigurationTest {
       assertThat(config.retention()).isEqualTo(Once.Builder.DEFAULT_RETENTION);
       assertThat(config.inProgress().waits()).isFalse();
       assertThat(config.maxPayloadBytes()).isEqualTo(Once.Builder.DEFAULT_MAX_PAYLOAD_BYTES);
+      // Issue 24: on by default, so a method running longer than the lease is not taken over.
+      assertThat(config.heartbeat()).isNotNull();
     });
   }
 

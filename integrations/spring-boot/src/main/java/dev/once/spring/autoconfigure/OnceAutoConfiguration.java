@@ -47,7 +47,8 @@ import org.springframework.context.annotation.Role;
  *
  * <ul>
  *   <li>{@link IdempotencyStore}: over the context's DataSource (JDBC, dialect detected), else its
- *       Lettuce client (Redis, with once-redis), else in memory with a warning
+ *       Lettuce client (Redis, with once-redis), else the startup fails (once.store=memory asks
+ *       for the in-memory store)
  *       ({@code once.store} forces one);
  *   <li>{@link Once}: the store with the properties, every {@link OnceListener} bean (Micrometer's
  *       included) and every {@link OnceBuilderCustomizer};
@@ -74,6 +75,9 @@ import org.springframework.context.annotation.Role;
 @ConditionalOnBooleanProperty(name = "once.enabled", matchIfMissing = true)
 @EnableConfigurationProperties(OnceProperties.class)
 public class OnceAutoConfiguration {
+
+  private static final org.apache.commons.logging.Log LOG =
+      org.apache.commons.logging.LogFactory.getLog(OnceAutoConfiguration.class);
 
   /** The store the context calls for (see {@link StoreFactory}). */
   @Bean
@@ -112,7 +116,12 @@ public class OnceAutoConfiguration {
       builder.heartbeat(background.scheduler());
     }
     customizers.orderedStream().forEach(customizer -> customizer.customize(builder));
-    return builder.build();
+    Once once = builder.build();
+    Once.Config c = once.config();
+    LOG.info("Once: store " + c.store() + ", lease " + c.lease() + ", retention "
+        + c.retention() + ", heartbeat " + (c.heartbeat() != null ? "on" : "off")
+        + (c.coalescedCallsInFlight() > 0 ? ", coalesced store calls" : ""));
+    return once;
   }
 
   /** Starts maintenance once every singleton exists. */
@@ -166,7 +175,13 @@ public class OnceAutoConfiguration {
         builder.tenantResolver(resolver);
       }
       customizers.orderedStream().forEach(customizer -> customizer.customize(builder));
-      return builder.build();
+      IdempotencyFilter filter = builder.build();
+      LOG.info("Once: the Idempotency-Key filter protects " + http.getMethods() + " on "
+          + (http.getPaths().isEmpty() ? "every path" : http.getPaths())
+          + (http.getExcludePaths().isEmpty() ? "" : ", except " + http.getExcludePaths())
+          + " (header " + http.getKeyHeader() + ", " + (http.isKeyRequired() ? "required"
+              : "optional") + ")");
+      return filter;
     }
 
     /** Registers the filter for REQUEST dispatches to every path, at {@code once.http.filter-order}. */

@@ -1,6 +1,7 @@
 package dev.once.spring.internal;
 
 import dev.once.InMemoryStore;
+import dev.once.Once;
 import dev.once.StoreUnavailableException;
 import dev.once.jdbc.JdbcStore;
 import dev.once.spi.IdempotencyStore;
@@ -9,13 +10,17 @@ import javax.sql.DataSource;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.beans.factory.annotation.AnnotatedBeanDefinition;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.util.ClassUtils;
 
 /**
  * Makes the store the context calls for ({@code once.store}): a DataSource → {@link JdbcStore}
  * ({@code once.jdbc.dialect}, or detected on its first call); else a Lettuce client → RedisStore
- * (with {@code once-redis}); else an {@link InMemoryStore}, with a warning that it holds nothing
- * across restarts nor instances.
+ * (with {@code once-redis}); else the startup fails, naming the fix: an {@link InMemoryStore}
+ * holds nothing across restarts nor instances, so it is used only when {@code once.store=memory}
+ * asks for it.
  */
 public final class StoreFactory {
 
@@ -24,6 +29,10 @@ public final class StoreFactory {
   private static final boolean REDIS_PRESENT =
       ClassUtils.isPresent("dev.once.redis.RedisStore", StoreFactory.class.getClassLoader())
           && ClassUtils.isPresent("io.lettuce.core.RedisClient", StoreFactory.class.getClassLoader());
+
+  /** Where the starter's own beans are declared (by name: no cycle between the packages). */
+  private static final String STARTERS_CONFIGURATION =
+      "dev.once.spring.autoconfigure.OnceAutoConfiguration";
 
   private StoreFactory() {}
 
@@ -61,13 +70,44 @@ public final class StoreFactory {
         if (redis != null) {
           return redis;
         }
-        LOG.warn("Once uses an in-memory idempotency store: records are lost on restart and not"
-            + " shared between instances, so duplicates are only caught within this JVM. Add a"
-            + " DataSource (or a Lettuce client with once-redis), declare an IdempotencyStore"
-            + " bean, or set once.store=memory to silence this warning.");
-        return new InMemoryStore();
+        IdempotencyStore declared = storeOfDeclaredOnce(beans);
+        if (declared != null) {
+          return declared; // the application built its own Once: its store is the store
+        }
+        // An in-memory store here would keep each instance's records to itself: a service with
+        // several instances would silently have no idempotency between them.
+        throw new OnceStartupException("Once found no idempotency store: no DataSource bean and"
+            + " no Lettuce client (with once-redis), and once.store is not set",
+            "Add a DataSource (spring.datasource.url) for the JDBC store, or a Lettuce"
+                + " RedisClient bean with dev.once:once-redis, or declare an IdempotencyStore"
+                + " bean; for tests or a single instance whose records may be lost on restart,"
+                + " set once.store=memory.", null);
       }
     }
+  }
+
+  /**
+   * The store of a {@link Once} bean the application declared itself (not the starter's), or
+   * null. Read from bean definitions first, so the starter's own Once is never created here.
+   */
+  private static IdempotencyStore storeOfDeclaredOnce(ListableBeanFactory beans) {
+    if (!(beans instanceof ConfigurableListableBeanFactory factory)) {
+      return null;
+    }
+    for (String name : beans.getBeanNamesForType(Once.class, false, false)) {
+      if (!factory.containsBeanDefinition(name)) {
+        return beans.getBean(name, Once.class).store(); // a registered singleton
+      }
+      BeanDefinition definition = factory.getBeanDefinition(name);
+      boolean starters = definition instanceof AnnotatedBeanDefinition annotated
+          && annotated.getFactoryMethodMetadata() != null
+          && annotated.getFactoryMethodMetadata().getDeclaringClassName()
+              .equals(STARTERS_CONFIGURATION);
+      if (!starters) {
+        return beans.getBean(name, Once.class).store();
+      }
+    }
+    return null;
   }
 
   /** The context's one DataSource (or its primary one), or null. */
