@@ -559,7 +559,11 @@ public final class BatchEngine<M> {
     notify(l -> l.onFailed(key, token, failure, terminal || exhausted));
     if (!terminal && !exhausted) {
       leases.fail(attempt, Execution.describe(failure));
-      return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
+      Instant retryAt = now().plus(settings.backoff(number));
+      LOG.log(System.Logger.Level.DEBUG, () -> key + " failed on attempt " + number + " of "
+          + settings.maxAttempts() + ", delivered again from " + retryAt + ": "
+          + Execution.describe(failure));
+      return Disposition.notFinal(Status.RETRY, retryAt, failure, number);
     }
     AttemptImpl.Termination termination;
     try {
@@ -616,6 +620,9 @@ public final class BatchEngine<M> {
       return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), e,
           number);
     }
+    LOG.log(System.Logger.Level.WARNING, "{0} dead-lettered ({1}) after attempt {2}: {3}", key,
+        reason, number, termination.fullyCompensated() ? Execution.describe(failure)
+            : outcome.failureMessage());
     return Disposition.deadLettered(reason, failure, number);
   }
 
@@ -662,10 +669,13 @@ public final class BatchEngine<M> {
 
   /** Publishes a dead letter for a message that is then final, or asks for a retry. */
   private Disposition deadLetter(DeadLetter<M> letter, Throwable cause) {
-    if (!deadLetters.publish(letter, null)) {
+    if (!deadLetters.publish(letter, letter.key())) {
       return Disposition.notFinal(Status.RETRY, now().plus(settings.initialBackoff()), cause,
           letter.attempts());
     }
+    LOG.log(System.Logger.Level.WARNING, "{0} dead-lettered ({1}) after attempt {2}: {3}",
+        letter.key() == null ? "a message without a key" : letter.key(), letter.reason(),
+        letter.attempts(), Execution.describe(cause));
     return Disposition.deadLettered(letter.reason(), cause, letter.attempts());
   }
 
