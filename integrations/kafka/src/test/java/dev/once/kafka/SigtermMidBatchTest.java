@@ -7,14 +7,11 @@ import dev.once.redis.RedisStore;
 import dev.once.redis.testing.RedisServerProcess;
 import dev.once.testkit.Await;
 import dev.once.testkit.ChildJvm;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
+import dev.once.testkit.EffectsFile;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -43,40 +40,27 @@ class SigtermMidBatchTest {
         assertThat(exit).as("exited by SIGTERM, its hooks run\n%s", worker.output())
             .isEqualTo(143);
       }
-      assertThat(counts(effects)).hasSize(8).allSatisfy((e, n) -> assertThat(n).isOne());
+      assertThat(EffectsFile.counts(effects)).hasSize(8).allSatisfy((e, n) -> assertThat(n).isOne());
       assertThat(Broker.committed(group)).as("committed up to the records that ran")
           .isEqualTo(Map.of(0, 8L));
 
       try (RedisStore store = RedisStore.builder(redis.uri()).build()) {
         IdempotentConsumerLoop<String, String> next = IdempotentConsumer.<String, String>builder(
                 Once.builder(store).build(),
-                (record, attempt) -> SigtermWorker.append(effects, record.value()))
+                (record, attempt) -> EffectsFile.append(effects, record.value()))
             .deadLetters(letter -> {}).pollTimeout(Duration.ofMillis(100)).build()
             .loop(Broker.consumer(group), List.of(topic));
         Thread thread = new Thread(next);
         thread.start();
         try {
-          Await.until("every record handled", () -> counts(effects).size() == 20,
-              () -> counts(effects).toString());
+          Await.until("every record handled", () -> EffectsFile.counts(effects).size() == 20,
+              () -> EffectsFile.counts(effects).toString());
           Await.until("everything committed", () -> Map.of(0, 20L).equals(Broker.committed(group)));
         } finally {
           next.close();
         }
       }
     }
-    assertThat(counts(effects)).hasSize(20).allSatisfy((e, n) -> assertThat(n).isOne());
-  }
-
-  private static Map<String, Long> counts(Path effects) {
-    try {
-      if (!Files.exists(effects)) {
-        return Map.of();
-      }
-      return Files.readAllLines(effects, StandardCharsets.UTF_8).stream()
-          .filter(line -> !line.isEmpty())
-          .collect(Collectors.groupingBy(Function.identity(), Collectors.counting()));
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException(e);
-    }
+    assertThat(EffectsFile.counts(effects)).hasSize(20).allSatisfy((e, n) -> assertThat(n).isOne());
   }
 }

@@ -2,11 +2,8 @@ package dev.once.kafka;
 
 import dev.once.Once;
 import dev.once.redis.RedisStore;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
+import dev.once.testkit.EffectsFile;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Properties;
@@ -37,7 +34,7 @@ public final class SigtermWorker {
     CountDownLatch terminating = new CountDownLatch(1);
     IdempotentConsumer<String, String> consumer = IdempotentConsumer.<String, String>builder(
         Once.builder(store).build(), (record, attempt) -> {
-          append(effects, record.value());
+          EffectsFile.append(effects, record.value());
           if (record.value().equals(haltAt)) {
             System.out.println("HALF");
             System.out.flush();
@@ -62,14 +59,5 @@ public final class SigtermWorker {
     }));
     System.out.println("STARTED");
     loop.run();
-  }
-
-  static synchronized void append(Path effects, String value) {
-    try {
-      Files.writeString(effects, value + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
-          StandardOpenOption.APPEND, StandardOpenOption.SYNC);
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

@@ -5,14 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Once;
 import dev.once.testkit.Await;
 import dev.once.testkit.ChildJvm;
+import dev.once.testkit.EffectsFile;
 import dev.once.testkit.TestPostgres;
 import io.nats.client.Connection;
 import io.nats.client.ConsumerContext;
 import io.nats.client.FetchConsumeOptions;
 import io.nats.client.FetchConsumer;
 import io.nats.client.Message;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -21,7 +20,6 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -55,7 +53,7 @@ class SigtermMidBatchTest {
         assertThat(exit).as("exited by SIGTERM, its hooks run\n%s", worker.output())
             .isEqualTo(143);
       }
-      assertThat(counts(effects)).as("the messages run before the SIGTERM")
+      assertThat(EffectsFile.counts(effects)).as("the messages run before the SIGTERM")
           .isEqualTo(once(1, 8));
       Await.until("the acks of the messages that ran", () -> Broker.info(t).getAckFloor()
           .getStreamSequence() >= 8, () -> Broker.info(t).toString());
@@ -84,13 +82,13 @@ class SigtermMidBatchTest {
       ExecutorService thread = Executors.newSingleThreadExecutor();
       IdempotentNatsConsumer next = IdempotentNatsConsumer.builder(
               Once.builder(Postgres.STORE).build(),
-              (message, attempt) -> SigtermWorker.append(effects, Broker.text(message.getData())))
+              (message, attempt) -> EffectsFile.append(effects, Broker.text(message.getData())))
           .connection(connection).stream(t.stream()).consumer(t.consumer()).batchSize(100)
           .build();
       thread.submit(next);
       try {
-        Await.until("every message handled", () -> counts(effects).size() == 20,
-            () -> counts(effects).toString());
+        Await.until("every message handled", () -> EffectsFile.counts(effects).size() == 20,
+            () -> EffectsFile.counts(effects).toString());
         Await.until("everything acked", () -> Broker.allSettled(t), () -> Broker.info(t)
             .toString());
       } finally {
@@ -99,7 +97,7 @@ class SigtermMidBatchTest {
         thread.awaitTermination(10, TimeUnit.SECONDS);
         connection.close();
       }
-      assertThat(counts(effects)).isEqualTo(once(1, 20));
+      assertThat(EffectsFile.counts(effects)).isEqualTo(once(1, 20));
     } finally {
       Broker.delete(t);
     }
@@ -109,18 +107,5 @@ class SigtermMidBatchTest {
   private static Map<String, Long> once(int from, int to) {
     return IntStream.rangeClosed(from, to).boxed()
         .collect(Collectors.toMap(i -> "e" + i, i -> 1L));
-  }
-
-  private static Map<String, Long> counts(Path effects) {
-    try {
-      if (!Files.exists(effects)) {
-        return Map.of();
-      }
-      return Files.readAllLines(effects, StandardCharsets.UTF_8).stream()
-          .filter(line -> !line.isEmpty())
-          .collect(Collectors.groupingBy(Function.identity(), Collectors.counting()));
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

@@ -5,14 +5,12 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Once;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
+import dev.once.testkit.EffectsFile;
 import io.nats.client.Connection;
 import io.nats.client.Nats;
 import io.nats.client.Options;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -52,7 +50,7 @@ public final class SigtermWorker {
     IdempotentNatsConsumer consumer = IdempotentNatsConsumer.builder(
         Once.builder(store).build(), (message, attempt) -> {
           String payload = new String(message.getData(), StandardCharsets.UTF_8);
-          append(effects, payload);
+          EffectsFile.append(effects, payload);
           if (payload.equals(haltAt)) {
             System.out.println("HALF");
             System.out.flush();
@@ -96,15 +94,6 @@ public final class SigtermWorker {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (!condition.getAsBoolean() && System.nanoTime() < deadline) {
       LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // polling, hook-side
-    }
-  }
-
-  static synchronized void append(Path effects, String value) {
-    try {
-      Files.writeString(effects, value + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
-          StandardOpenOption.APPEND, StandardOpenOption.SYNC);
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
     }
   }
 }

@@ -8,12 +8,11 @@ import dev.once.redis.RedisStore;
 import dev.once.redis.testing.RedisServerProcess;
 import dev.once.testkit.Await;
 import dev.once.testkit.ChildJvm;
+import dev.once.testkit.EffectsFile;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -46,7 +45,7 @@ class SigtermMidBatchTest {
           assertThat(exit).as("exited by SIGTERM, its hooks run\n%s", worker.output())
               .isEqualTo(143);
         }
-        assertThat(counts(effects)).as("the messages run before the SIGTERM")
+        assertThat(EffectsFile.counts(effects)).as("the messages run before the SIGTERM")
             .isEqualTo(once(1, 8));
         // The worker's connection is closed: whatever it did not acknowledge is ready again.
         Await.until("the unrun messages back in the queue", () -> Rabbit.ready(t.queue()) == 12,
@@ -57,19 +56,19 @@ class SigtermMidBatchTest {
         try (RedisStore store = RedisStore.builder(redis.uri()).build();
             Connection connection = Rabbit.connect()) {
           Subscription next = IdempotentRabbitConsumer.builder(Once.builder(store).build(),
-                  (delivery, attempt) -> SigtermWorker.append(effects,
+                  (delivery, attempt) -> EffectsFile.append(effects,
                       new String(delivery.getBody(), StandardCharsets.UTF_8)))
               .queue(t.queue()).deadLetterExchange(t.deadLetterExchange()).prefetch(100).build()
               .start(connection);
           try {
-            Await.until("every message handled", () -> counts(effects).size() == 20,
-                () -> counts(effects).toString());
+            Await.until("every message handled", () -> EffectsFile.counts(effects).size() == 20,
+                () -> EffectsFile.counts(effects).toString());
           } finally {
             next.close(); // acknowledges what is final, closes the channel: the rest is requeued
           }
         }
       }
-      assertThat(counts(effects)).isEqualTo(once(1, 20));
+      assertThat(EffectsFile.counts(effects)).isEqualTo(once(1, 20));
       assertThat(Rabbit.ready(t.queue())).as("every message acknowledged, none requeued")
           .isZero();
       assertThat(Rabbit.ready(t.deadLetterQueue())).isZero();
@@ -82,18 +81,5 @@ class SigtermMidBatchTest {
   private static Map<String, Long> once(int from, int to) {
     return IntStream.rangeClosed(from, to).boxed()
         .collect(Collectors.toMap(i -> "e" + i, i -> 1L));
-  }
-
-  private static Map<String, Long> counts(Path effects) {
-    try {
-      if (!Files.exists(effects)) {
-        return Map.of();
-      }
-      return Files.readAllLines(effects, StandardCharsets.UTF_8).stream()
-          .filter(line -> !line.isEmpty())
-          .collect(Collectors.groupingBy(Function.identity(), Collectors.counting()));
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

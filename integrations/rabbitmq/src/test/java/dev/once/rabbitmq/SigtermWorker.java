@@ -3,11 +3,10 @@ package dev.once.rabbitmq;
 import com.rabbitmq.client.Connection;
 import dev.once.Once;
 import dev.once.redis.RedisStore;
+import dev.once.testkit.EffectsFile;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -39,7 +38,7 @@ public final class SigtermWorker {
     Subscription subscription = IdempotentRabbitConsumer.builder(
         Once.builder(store).build(), (delivery, attempt) -> {
           String body = new String(delivery.getBody(), StandardCharsets.UTF_8);
-          append(effects, body);
+          EffectsFile.append(effects, body);
           if (body.equals(haltAt)) {
             System.out.println("HALF");
             System.out.flush();
@@ -86,15 +85,6 @@ public final class SigtermWorker {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (!condition.getAsBoolean() && System.nanoTime() < deadline) {
       LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1)); // polling, hook-side
-    }
-  }
-
-  static synchronized void append(Path effects, String value) {
-    try {
-      Files.writeString(effects, value + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
-          StandardOpenOption.APPEND, StandardOpenOption.SYNC);
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
     }
   }
 }

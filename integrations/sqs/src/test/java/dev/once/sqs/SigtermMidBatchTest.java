@@ -5,20 +5,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Once;
 import dev.once.testkit.Await;
 import dev.once.testkit.ChildJvm;
+import dev.once.testkit.EffectsFile;
 import dev.once.testkit.TestPostgres;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -63,7 +60,7 @@ class SigtermMidBatchTest {
       assertThat(exit).as("exited by SIGTERM, its hooks run\n%s", worker.output())
           .isEqualTo(143);
     }
-    List<String> ran = lines(effects);
+    List<String> ran = EffectsFile.lines(effects);
     assertThat(ran).as("each ran once, e8 the last").doesNotHaveDuplicates().endsWith("e8");
     Set<String> unrun = new HashSet<>(all);
     ran.forEach(unrun::remove);
@@ -96,13 +93,13 @@ class SigtermMidBatchTest {
 
     ExecutorService thread = Executors.newSingleThreadExecutor();
     IdempotentSqsConsumer next = IdempotentSqsConsumer.builder(Once.builder(Postgres.STORE).build(),
-            ElasticMq.SQS, queue, (message, attempt) -> SigtermWorker.append(effects,
+            ElasticMq.SQS, queue, (message, attempt) -> EffectsFile.append(effects,
                 message.body()))
         .batchSize(20).waitTime(Duration.ofSeconds(1)).build();
     thread.submit(next);
     try {
-      Await.until("every message handled", () -> counts(effects).size() == 20,
-          () -> counts(effects).toString());
+      Await.until("every message handled", () -> EffectsFile.counts(effects).size() == 20,
+          () -> EffectsFile.counts(effects).toString());
       Await.until("every message deleted", () -> ElasticMq.messagesIn(queue) == 0,
           () -> ElasticMq.messagesIn(queue) + " left");
     } finally {
@@ -110,29 +107,12 @@ class SigtermMidBatchTest {
       thread.shutdownNow();
       thread.awaitTermination(10, TimeUnit.SECONDS);
     }
-    assertThat(counts(effects)).isEqualTo(IntStream.rangeClosed(1, 20).boxed()
+    assertThat(EffectsFile.counts(effects)).isEqualTo(IntStream.rangeClosed(1, 20).boxed()
         .collect(Collectors.toMap(i -> "e" + i, i -> 1L)));
   }
 
   private static int attribute(String queue, QueueAttributeName name) {
     return Integer.parseInt(ElasticMq.SQS.getQueueAttributes(b -> b.queueUrl(queue)
         .attributeNames(name)).attributes().getOrDefault(name, "0"));
-  }
-
-  private static List<String> lines(Path effects) {
-    try {
-      if (!Files.exists(effects)) {
-        return List.of();
-      }
-      return Files.readAllLines(effects, StandardCharsets.UTF_8).stream()
-          .filter(line -> !line.isEmpty()).toList();
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  private static Map<String, Long> counts(Path effects) {
-    return lines(effects).stream()
-        .collect(Collectors.groupingBy(Function.identity(), Collectors.counting()));
   }
 }

@@ -5,12 +5,9 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Once;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
-import java.io.IOException;
+import dev.once.testkit.EffectsFile;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -53,7 +50,7 @@ public final class SigtermWorker {
     CountDownLatch terminating = new CountDownLatch(1);
     IdempotentSqsConsumer consumer = IdempotentSqsConsumer.builder(
         Once.builder(store).build(), sqs, queueUrl, (message, attempt) -> {
-          append(effects, message.body());
+          EffectsFile.append(effects, message.body());
           if (message.body().equals(haltAt)) {
             System.out.println("HALF");
             System.out.flush();
@@ -80,14 +77,5 @@ public final class SigtermWorker {
     System.out.println("STARTED");
     System.out.flush();
     consumer.run();
-  }
-
-  static synchronized void append(Path effects, String value) {
-    try {
-      Files.writeString(effects, value + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
-          StandardOpenOption.APPEND, StandardOpenOption.SYNC);
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
   }
 }

@@ -32,6 +32,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import javax.sql.DataSource;
 
@@ -273,17 +274,29 @@ public final class JdbcEngine {
       return Set.of();
     }
     long expiresAt = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(retention)));
-    List<Completion> sorted = new ArrayList<>(completions);
-    sorted.sort(Comparator.comparing(Completion::key, KEY_ORDER));
+    List<Completion> sorted = byKey(completions, Completion::key);
     Set<IdempotencyKey> lost = run("completeAll of " + sorted.size() + " keys",
         c -> () -> dialect.completeAll(c, sorted, at, expiresAt));
-    Set<IdempotencyKey> inRequestOrder = new LinkedHashSet<>();
-    for (Completion completion : completions) {
-      if (lost.contains(completion.key())) {
-        inRequestOrder.add(completion.key());
+    return inRequestOrder(lost, completions, Completion::key);
+  }
+
+  /** {@code requests} sorted by key: concurrent batches lock rows in the same order. */
+  private static <T> List<T> byKey(List<T> requests, Function<T, IdempotencyKey> key) {
+    List<T> sorted = new ArrayList<>(requests);
+    sorted.sort(Comparator.comparing(key, KEY_ORDER));
+    return sorted;
+  }
+
+  /** The keys of {@code lost}, in the order of {@code requests}. */
+  private static <T> Set<IdempotencyKey> inRequestOrder(Set<IdempotencyKey> lost,
+      List<T> requests, Function<T, IdempotencyKey> key) {
+    Set<IdempotencyKey> ordered = new LinkedHashSet<>();
+    for (T request : requests) {
+      if (lost.contains(key.apply(request))) {
+        ordered.add(key.apply(request));
       }
     }
-    return inRequestOrder;
+    return ordered;
   }
 
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
@@ -336,17 +349,10 @@ public final class JdbcEngine {
       return Set.of();
     }
     long until = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(lease)));
-    List<HeldClaim> sorted = new ArrayList<>(claims);
-    sorted.sort(Comparator.comparing(HeldClaim::key, KEY_ORDER));
+    List<HeldClaim> sorted = byKey(claims, HeldClaim::key);
     Set<IdempotencyKey> lost = run("extendAll of " + sorted.size() + " keys",
         c -> () -> dialect.extendAll(c, sorted, at, until));
-    Set<IdempotencyKey> inRequestOrder = new LinkedHashSet<>();
-    for (HeldClaim claim : claims) {
-      if (lost.contains(claim.key())) {
-        inRequestOrder.add(claim.key());
-      }
-    }
-    return inRequestOrder;
+    return inRequestOrder(lost, claims, HeldClaim::key);
   }
 
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {

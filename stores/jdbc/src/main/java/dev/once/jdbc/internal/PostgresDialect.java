@@ -16,6 +16,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Function;
+import java.util.function.ToLongFunction;
 
 /**
  * PostgreSQL. A lease-mode claim is a plain {@code INSERT … ON CONFLICT DO NOTHING} in autocommit
@@ -247,35 +249,22 @@ final class PostgresDialect extends Dialect {
   Set<IdempotencyKey> completeAll(Connection c, List<Completion> sorted, long nowMicros,
       long expiresAtMicros) throws SQLException {
     int n = sorted.size();
-    String[] scopes = new String[n];
-    String[] tenants = new String[n];
-    String[] keys = new String[n];
-    Long[] tokens = new Long[n];
     String[] kinds = new String[n];
     String[] mediaTypes = new String[n];
     byte[][] bodies = new byte[n][];
     for (int i = 0; i < n; i++) {
       Completion completion = sorted.get(i);
-      scopes[i] = completion.key().scope();
-      tenants[i] = completion.key().tenant();
-      keys[i] = completion.key().key();
-      tokens[i] = completion.token();
       kinds[i] = completion.outcome().kind().name();
       mediaTypes[i] = completion.outcome().mediaType();
       bodies[i] = completion.outcome().body();
     }
-    Set<IdempotencyKey> lost = new HashSet<>();
-    for (Completion completion : sorted) {
-      lost.add(completion.key());
-    }
+    KeyArrays owned = KeyArrays.of(sorted, Completion::key, Completion::token);
+    Set<IdempotencyKey> lost = owned.keySet();
     try (PreparedStatement ps = c.prepareStatement(completeAllSql)) {
       ps.setLong(1, nowMicros);
       ps.setLong(2, expiresAtMicros);
       ps.setLong(3, expiresAtMicros);
-      ps.setArray(4, c.createArrayOf("text", scopes));
-      ps.setArray(5, c.createArrayOf("text", tenants));
-      ps.setArray(6, c.createArrayOf("text", keys));
-      ps.setArray(7, c.createArrayOf("int8", tokens));
+      owned.bind(c, ps, 4);
       ps.setArray(8, c.createArrayOf("text", kinds));
       ps.setArray(9, c.createArrayOf("text", mediaTypes));
       ps.setArray(10, c.createArrayOf("bytea", bodies));
@@ -300,28 +289,13 @@ final class PostgresDialect extends Dialect {
   @Override
   Set<IdempotencyKey> extendAll(Connection c, List<HeldClaim> sorted, long nowMicros,
       long leaseUntilMicros) throws SQLException {
-    int n = sorted.size();
-    String[] scopes = new String[n];
-    String[] tenants = new String[n];
-    String[] keys = new String[n];
-    Long[] tokens = new Long[n];
-    Set<IdempotencyKey> lost = new HashSet<>();
-    for (int i = 0; i < n; i++) {
-      HeldClaim claim = sorted.get(i);
-      scopes[i] = claim.key().scope();
-      tenants[i] = claim.key().tenant();
-      keys[i] = claim.key().key();
-      tokens[i] = claim.token();
-      lost.add(claim.key());
-    }
+    KeyArrays owned = KeyArrays.of(sorted, HeldClaim::key, HeldClaim::token);
+    Set<IdempotencyKey> lost = owned.keySet();
     try (PreparedStatement ps = c.prepareStatement(extendAllSql)) {
       ps.setLong(1, leaseUntilMicros);
       ps.setLong(2, nowMicros);
       ps.setLong(3, leaseUntilMicros);
-      ps.setArray(4, c.createArrayOf("text", scopes));
-      ps.setArray(5, c.createArrayOf("text", tenants));
-      ps.setArray(6, c.createArrayOf("text", keys));
-      ps.setArray(7, c.createArrayOf("int8", tokens));
+      owned.bind(c, ps, 4);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           lost.remove(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));
@@ -329,6 +303,44 @@ final class PostgresDialect extends Dialect {
       }
     }
     return lost;
+  }
+
+  /**
+   * The keys and tokens of a batch as the four arrays a {@code FROM unnest(…)} of an owned-write
+   * batch binds: scope, tenant, key, token.
+   */
+  private record KeyArrays(String[] scopes, String[] tenants, String[] keys, Long[] tokens) {
+
+    static <T> KeyArrays of(List<T> batch, Function<T, IdempotencyKey> key,
+        ToLongFunction<T> token) {
+      int n = batch.size();
+      KeyArrays arrays = new KeyArrays(new String[n], new String[n], new String[n], new Long[n]);
+      for (int i = 0; i < n; i++) {
+        IdempotencyKey k = key.apply(batch.get(i));
+        arrays.scopes[i] = k.scope();
+        arrays.tenants[i] = k.tenant();
+        arrays.keys[i] = k.key();
+        arrays.tokens[i] = token.applyAsLong(batch.get(i));
+      }
+      return arrays;
+    }
+
+    /** Every key of the batch, in a set of its own. */
+    Set<IdempotencyKey> keySet() {
+      Set<IdempotencyKey> all = new HashSet<>();
+      for (int i = 0; i < keys.length; i++) {
+        all.add(new IdempotencyKey(scopes[i], tenants[i], keys[i]));
+      }
+      return all;
+    }
+
+    /** Binds the four arrays from parameter {@code i} on. */
+    void bind(Connection c, PreparedStatement ps, int i) throws SQLException {
+      ps.setArray(i, c.createArrayOf("text", scopes));
+      ps.setArray(i + 1, c.createArrayOf("text", tenants));
+      ps.setArray(i + 2, c.createArrayOf("text", keys));
+      ps.setArray(i + 3, c.createArrayOf("int8", tokens));
+    }
   }
 
   @Override
