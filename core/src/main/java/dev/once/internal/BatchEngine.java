@@ -20,6 +20,7 @@ import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.Completion;
 import dev.once.spi.Outcome;
+import dev.once.spi.RepeatedFailureLog;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -60,6 +61,8 @@ import java.util.function.Function;
 public final class BatchEngine<M> {
 
   private static final System.Logger LOG = System.getLogger(BatchEngine.class.getName());
+  /** A store outage fails every batch alike: one stack trace, then a count per minute. */
+  private final RepeatedFailureLog outages = RepeatedFailureLog.of(LOG);
 
   /** The settings of one executor, fixed when it is built. */
   public record Settings<M>(MessageHandler<M> handler, Function<M, String> keys,
@@ -157,7 +160,7 @@ public final class BatchEngine<M> {
         // The point of the batch: one store round trip for every key of the batch.
         answers = store.claimAll(requests);
       } catch (RuntimeException e) {
-        LOG.log(System.Logger.Level.WARNING, "batch claim of " + requests.size()
+        outages.log(System.Logger.Level.WARNING, "batch claim of " + requests.size()
             + " messages failed; the batch will be delivered again", e);
         Instant retryAt = now.plus(settings.initialBackoff());
         for (int i = 0; i < n; i++) {

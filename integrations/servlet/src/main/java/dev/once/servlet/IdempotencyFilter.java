@@ -14,6 +14,7 @@ import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.StoreUnavailableException;
+import dev.once.spi.RepeatedFailureLog;
 import dev.once.spi.Checks;
 import dev.once.servlet.internal.CachedBodyRequest;
 import dev.once.servlet.internal.CapturingResponse;
@@ -113,6 +114,8 @@ public final class IdempotencyFilter implements Filter {
   public static final Duration DEFAULT_RETRY_AFTER = Duration.ofSeconds(1);
 
   private static final System.Logger LOG = System.getLogger(IdempotencyFilter.class.getName());
+  /** A store outage fails every request alike: one stack trace, then a count per minute. */
+  private static final RepeatedFailureLog OUTAGES = RepeatedFailureLog.of(LOG);
   private static final String HANDLED_ATTRIBUTE = IdempotencyFilter.class.getName() + ".handled";
 
   private final Once once;
@@ -305,7 +308,7 @@ public final class IdempotencyFilter implements Filter {
 
   private static void storeUnavailable(HttpServletResponse response, RuntimeException e)
       throws IOException {
-    LOG.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
+    OUTAGES.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
     if (!response.isCommitted()) {
       response.setHeader("Retry-After", "1");
     }

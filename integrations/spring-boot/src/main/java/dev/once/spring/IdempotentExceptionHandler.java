@@ -1,6 +1,7 @@
 package dev.once.spring;
 
 import dev.once.InvalidKeyException;
+import dev.once.spi.RepeatedFailureLog;
 import dev.once.spring.internal.MissingKeyException;
 import dev.once.KeyReusedException;
 import dev.once.OutcomeNotStoredException;
@@ -64,6 +65,9 @@ import org.springframework.web.bind.annotation.ExceptionHandler;
 public class IdempotentExceptionHandler {
 
   private static final Log LOG = LogFactory.getLog(IdempotentExceptionHandler.class);
+  /** A store outage fails every call alike: one stack trace, then a count per minute. */
+  private static final RepeatedFailureLog OUTAGES = RepeatedFailureLog.of(
+      System.getLogger(IdempotentExceptionHandler.class.getName()));
 
   private final Duration retryAfter;
 
@@ -131,11 +135,11 @@ public class IdempotentExceptionHandler {
    * 503 with {@code Retry-After: 1}: the store could not be reached. Before the work ran nothing
    * ran; after it ({@link OutcomeUnknownException}) a retry with the same key gets the stored
    * result, or runs the work again once the lease has passed if it was not stored. Logged as a
-   * warning, with the store's error.
+   * warning with the store's error the first time, then as a count per minute while it lasts.
    */
   @ExceptionHandler
   public ResponseEntity<ProblemDetail> storeUnavailable(StoreUnavailableException e) {
-    LOG.warn("idempotency store unavailable: " + e.getMessage(), e);
+    OUTAGES.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
     HttpHeaders headers = new HttpHeaders();
     headers.set(HttpHeaders.RETRY_AFTER, "1");
     String detail = e instanceof OutcomeUnknownException
