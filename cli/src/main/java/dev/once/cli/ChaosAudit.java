@@ -360,7 +360,11 @@ final class ChaosAudit {
   }
 
   static void print(PrintWriter out, Figures f, boolean sabotage) {
-    List<Row> rows = rows(f, sabotage);
+    print(out, rows(f, sabotage));
+  }
+
+  /** Prints {@code rows} as the audit's table. */
+  static void print(PrintWriter out, List<Row> rows) {
     int label = rows.stream().mapToInt(r -> r.label().length()).max().orElse(0);
     int value = Math.max(8, rows.stream().mapToInt(r -> r.value().length()).max().orElse(0));
     int rule = rows.stream().mapToInt(r -> r.rule().length()).max().orElse(0);

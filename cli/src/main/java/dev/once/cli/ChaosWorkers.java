@@ -27,6 +27,8 @@ final class ChaosWorkers implements AutoCloseable {
   private static final long STOP_MILLIS = 15_000;
   /** How long a JVM takes to start and reach its first delivery, roughly. */
   static final long WARM_MILLIS = 1_500;
+  /** How long a worker sent SIGTERM may take to stop gracefully before it is killed. */
+  static final long TERM_MILLIS = 30_000;
 
   private final List<String> command;
   private final Map<String, String> environment;
@@ -35,9 +37,13 @@ final class ChaosWorkers implements AutoCloseable {
   private final int[] ids;
   private final boolean[] frozen;
   private final long[] startedAt;
+  /** When the worker of a slot was sent SIGTERM; 0 if it was not. */
+  private final long[] terminatedAt;
   private int nextId = 1;
   private int started;
   private int exitedByThemselves;
+  private int terminated;
+  private int termTimeouts;
 
   /**
    * @param command     the worker's command line without {@code --worker ID}
@@ -52,6 +58,7 @@ final class ChaosWorkers implements AutoCloseable {
     this.ids = new int[slots];
     this.frozen = new boolean[slots];
     this.startedAt = new long[slots];
+    this.terminatedAt = new long[slots];
   }
 
   /** Starts a worker in every slot. */
@@ -76,6 +83,7 @@ final class ChaosWorkers implements AutoCloseable {
     }
     ids[slot] = id;
     frozen[slot] = false;
+    terminatedAt[slot] = 0;
     startedAt[slot] = System.currentTimeMillis();
     started++;
   }
@@ -95,7 +103,7 @@ final class ChaosWorkers implements AutoCloseable {
     List<Integer> any = new ArrayList<>();
     long now = System.currentTimeMillis();
     for (int slot = 0; slot < processes.length; slot++) {
-      if (!frozen[slot] && processes[slot].isAlive()) {
+      if (!frozen[slot] && terminatedAt[slot] == 0 && processes[slot].isAlive()) {
         any.add(slot);
         if (now - startedAt[slot] >= WARM_MILLIS) {
           warm.add(slot);
@@ -112,6 +120,26 @@ final class ChaosWorkers implements AutoCloseable {
     p.destroyForcibly();
     p.waitFor(5, TimeUnit.SECONDS);
     start(slot);
+  }
+
+  /**
+   * Sends {@code SIGTERM} to the worker of {@code slot}: its shutdown hook stops it gracefully.
+   * {@link #replaceExited()} starts its replacement once it has exited, or kills it after
+   * {@value #TERM_MILLIS} ms.
+   */
+  void terminate(int slot) {
+    processes[slot].destroy(); // SIGTERM on POSIX
+    terminatedAt[slot] = System.currentTimeMillis();
+  }
+
+  /** Workers sent SIGTERM that exited by themselves (gracefully). */
+  int terminated() {
+    return terminated;
+  }
+
+  /** Workers sent SIGTERM that had not exited after {@value #TERM_MILLIS} ms, and were killed. */
+  int termTimeouts() {
+    return termTimeouts;
   }
 
   /** {@code SIGSTOP}s the worker of {@code slot}: it keeps its connections and its leases. */
@@ -148,10 +176,24 @@ final class ChaosWorkers implements AutoCloseable {
     return ids[slot];
   }
 
-  /** Replaces the workers that exited without being killed; how many did. */
-  int replaceExited() throws IOException {
+  /**
+   * Replaces the workers that exited without being killed; how many did. A worker sent SIGTERM is
+   * replaced once it exited (counted as {@link #terminated()}), or killed and replaced after
+   * {@value #TERM_MILLIS} ms (counted as {@link #termTimeouts()}).
+   */
+  int replaceExited() throws IOException, InterruptedException {
     int replaced = 0;
     for (int slot = 0; slot < processes.length; slot++) {
+      if (terminatedAt[slot] != 0) {
+        if (!processes[slot].isAlive()) {
+          terminated++;
+          start(slot);
+        } else if (System.currentTimeMillis() - terminatedAt[slot] > TERM_MILLIS) {
+          termTimeouts++;
+          kill(slot);
+        }
+        continue;
+      }
       if (!processes[slot].isAlive()) {
         exitedByThemselves++;
         replaced++;

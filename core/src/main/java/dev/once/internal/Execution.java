@@ -173,7 +173,16 @@ public final class Execution {
       giveBack(key, acquired.token(), "not started: the lease passed before the work began");
       throw e;
     }
-    Scheduler.Task heartbeat = attempt.startHeartbeat();
+    Scheduler.Task heartbeat;
+    try {
+      heartbeat = attempt.startHeartbeat();
+    } catch (RuntimeException e) {
+      // A scheduler already shut down (the application is closing): the work runs on its lease
+      // alone rather than leaving a claim it cannot run.
+      LOG.log(System.Logger.Level.WARNING, "the heartbeat of " + key + " could not be started;"
+          + " running on the lease alone", e);
+      heartbeat = null;
+    }
     T value;
     try {
       value = work.run(attempt);

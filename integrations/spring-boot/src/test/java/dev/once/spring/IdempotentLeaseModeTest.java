@@ -127,6 +127,42 @@ class IdempotentLeaseModeTest {
     }
   }
 
+  public static class Wildcard {
+    @Idempotent(key = "#id")
+    public org.springframework.http.ResponseEntity<?> call(String id) {
+      return org.springframework.http.ResponseEntity.ok(id);
+    }
+  }
+
+  public static class Bytes {
+    @Idempotent(key = "#id")
+    public org.springframework.http.ResponseEntity<byte[]> call(String id) {
+      return org.springframework.http.ResponseEntity.ok(new byte[] {1});
+    }
+  }
+
+  public static class Request {
+    @Idempotent(key = "#id")
+    public org.springframework.http.RequestEntity<String> call(String id) {
+      return null;
+    }
+  }
+
+  /** A domain class that happens to be a Callable: fine on a service method. */
+  public record ImportJob(String id) implements java.util.concurrent.Callable<String> {
+    @Override
+    public String call() {
+      return id;
+    }
+  }
+
+  public static class Imports {
+    @Idempotent(key = "#id")
+    public ImportJob start(String id) {
+      return new ImportJob(id);
+    }
+  }
+
   public static class Async {
     @Idempotent(key = "#id")
     public CompletableFuture<String> call(String id) {
@@ -279,7 +315,8 @@ class IdempotentLeaseModeTest {
    */
   @Test
   void returnTypesThatCannotBeStoredFailTheStartupNamingTheMethod() {
-    for (Class<?> bean : List.of(Reactive.class, Streamed.class, StreamedBody.class)) {
+    for (Class<?> bean : List.of(Reactive.class, Streamed.class, StreamedBody.class,
+        Wildcard.class, Bytes.class, Request.class)) {
       new ApplicationContextRunner()
           .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))
           .withPropertyValues("once.store=memory")
@@ -287,7 +324,13 @@ class IdempotentLeaseModeTest {
           .run(context -> assertThat(context.getStartupFailure()).as(bean.getSimpleName())
               .rootCause()
               .hasMessageContaining(bean.getName() + ".call")
-              .hasMessageMatching("(?s).*(not supported|cannot be stored).*"));
+              .hasMessageMatching("(?s).*(not supported|cannot be|is not known).*"));
     }
+    new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))
+        .withPropertyValues("once.store=memory")
+        .withBean(Imports.class)
+        .run(context -> assertThat(context.getBean(Imports.class).start("i-1").id())
+            .isEqualTo("i-1"));
   }
 }

@@ -6,10 +6,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.once.Codec;
-import dev.once.servlet.IdempotencyFilter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.Type;
 import java.util.Iterator;
 import java.util.List;
@@ -20,28 +18,32 @@ import org.springframework.http.ResponseEntity;
 
 /**
  * A controller's {@link ResponseEntity} (or {@link HttpEntity}) stored as what a client saw: the
- * status, the headers the servlet filter also replays ({@link
- * IdempotencyFilter#DEFAULT_REPLAY_HEADERS}: never a {@code Set-Cookie}), and the body as JSON of
- * its declared type. Decoded only for replays, so the entity it makes carries
- * {@code Idempotent-Replayed: true}, as the filter's replays do.
+ * status, the headers the servlet filter also replays by default ({@link #REPLAYED_HEADERS}:
+ * never a {@code Set-Cookie}), and the body as JSON of its declared type (resolved against the
+ * bean's class, so a generic base controller's {@code T} is known). A stored status always
+ * replays as a {@code ResponseEntity}. The replay marker is added by the caller, which knows
+ * whether this response is the replay of a request.
  */
 final class HttpEntityCodec implements Codec<Object> {
 
+  /**
+   * The headers stored and replayed: the servlet filter's defaults (copied here, so an
+   * application without the servlet API can return a {@code ResponseEntity} too).
+   */
+  static final List<String> REPLAYED_HEADERS = List.of("Content-Type", "Content-Language",
+      "Content-Location", "Location", "ETag", "Last-Modified", "Link");
+
   private final ObjectMapper mapper;
   private final JavaType bodyType;
-  private final boolean response;
 
-  private HttpEntityCodec(ObjectMapper mapper, JavaType bodyType, boolean response) {
+  private HttpEntityCodec(ObjectMapper mapper, JavaType bodyType) {
     this.mapper = mapper;
     this.bodyType = bodyType;
-    this.response = response;
   }
 
-  /** For a method declared to return {@code type}, an {@code HttpEntity} or a subtype. */
-  static Codec<Object> of(ObjectMapper mapper, Class<?> raw, Type type) {
-    Type body = type instanceof ParameterizedType p ? p.getActualTypeArguments()[0] : Object.class;
-    return new HttpEntityCodec(mapper, mapper.getTypeFactory().constructType(body),
-        ResponseEntity.class.isAssignableFrom(raw));
+  /** For a body of the resolved type {@code body} (see {@link IdempotentMethod#codec}). */
+  static Codec<Object> of(ObjectMapper mapper, Type body) {
+    return new HttpEntityCodec(mapper, mapper.getTypeFactory().constructType(body));
   }
 
   @Override
@@ -57,7 +59,7 @@ final class HttpEntityCodec implements Codec<Object> {
       stored.put("status", r.getStatusCode().value());
     }
     ObjectNode headers = stored.putObject("headers");
-    for (String name : IdempotencyFilter.DEFAULT_REPLAY_HEADERS) {
+    for (String name : REPLAYED_HEADERS) {
       List<String> values = entity.getHeaders().get(name);
       if (values != null && !values.isEmpty()) {
         values.forEach(headers.putArray(name)::add);
@@ -85,12 +87,11 @@ final class HttpEntityCodec implements Codec<Object> {
       Map.Entry<String, JsonNode> header = it.next();
       header.getValue().forEach(v -> headers.add(header.getKey(), v.asText()));
     }
-    headers.set(IdempotencyFilter.REPLAYED_HEADER, "true");
     JsonNode bodyNode = stored.path("body");
     Object body = bodyNode.isMissingNode() || bodyNode.isNull() ? null
         : mapper.convertValue(bodyNode, bodyType);
-    return response
-        ? ResponseEntity.status(stored.path("status").asInt(200)).headers(headers).body(body)
+    return stored.has("status")
+        ? ResponseEntity.status(stored.get("status").asInt()).headers(headers).body(body)
         : new HttpEntity<>(body, headers);
   }
 }

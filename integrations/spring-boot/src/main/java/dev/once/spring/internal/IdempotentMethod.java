@@ -10,6 +10,9 @@ import dev.once.InvalidKeyException;
 import dev.once.jackson.CanonicalJson;
 import dev.once.spring.Idempotent;
 import java.lang.reflect.Method;
+import org.springframework.core.KotlinDetector;
+import org.springframework.core.ReactiveAdapterRegistry;
+import org.springframework.core.ResolvableType;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.Type;
 import java.util.Map;
@@ -43,6 +46,8 @@ final class IdempotentMethod {
   private final Expression fingerprint;
   private final Class<? extends Throwable>[] terminalOn;
   private final Type returnType;
+  /** For an {@code HttpEntity}/{@code ResponseEntity} return type, its resolved body type. */
+  private final Type entityBody;
 
   private IdempotentMethod(Method method, Idempotent annotation, Class<?> targetClass) {
     this.method = method;
@@ -61,46 +66,102 @@ final class IdempotentMethod {
     this.fingerprint = annotation.fingerprint().isEmpty() ? null
         : parse(annotation.fingerprint(), "fingerprint", name);
     this.terminalOn = annotation.terminalOn();
-    this.returnType = method.getGenericReturnType();
-    Class<?> raw = method.getReturnType();
-    String refused = refusal(raw);
+    ResolvableType resolved = ResolvableType.forMethodReturnType(method, targetClass);
+    this.returnType = resolved.getType();
+    String refused = refusal(method, resolved);
     if (refused != null) {
       throw new IllegalStateException("@Idempotent on " + name + ": " + refused);
     }
+    this.entityBody = isA(resolved.resolve(Object.class), "org.springframework.http.HttpEntity")
+        ? resolved.as(HttpEntityTypes.HTTP_ENTITY).getGeneric(0).getType() : null;
   }
+
+  private static final String ASYNC = "asynchronous return types (%s) are not supported: the"
+      + " method must return its result";
+  private static final String REACTIVE = "reactive return types (%s) are not supported yet:"
+      + " return the value itself (block in the method), or put @Idempotent on a blocking service"
+      + " method the reactive code calls";
+  private static final String STREAMED = "streamed responses (%s) cannot be stored and replayed:"
+      + " return the whole body, or leave this endpoint to the Idempotency-Key filter's path"
+      + " exclusions";
 
   /**
    * Return types whose result cannot be stored whole when the method returns, and so would be run
-   * again or answered wrongly on a retry: refused at startup, with what to do instead.
+   * again or answered wrongly on a retry: refused at startup, with what to do instead. Those that
+   * are web types are refused on any method; {@code Callable} only on a request handler, where
+   * Spring MVC runs it later (a domain class may well implement it).
    */
   private static final Map<String, String> REFUSED = Map.of(
-      "java.util.concurrent.CompletionStage", "asynchronous return types (%s) are not supported:"
-          + " the method must return its result",
-      "java.util.concurrent.Future", "asynchronous return types (%s) are not supported:"
-          + " the method must return its result",
-      "org.reactivestreams.Publisher", "reactive return types (%s) are not supported yet:"
-          + " return the value itself (block in the method), or put @Idempotent on a blocking"
-          + " service method the reactive code calls",
-      "java.util.concurrent.Callable", "asynchronous return types (%s) are not supported:"
-          + " the method must return its result",
-      "org.springframework.web.context.request.async.DeferredResult", "asynchronous return"
-          + " types (%s) are not supported: the method must return its result",
-      "org.springframework.web.context.request.async.WebAsyncTask", "asynchronous return types"
-          + " (%s) are not supported: the method must return its result",
-      "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter", "streamed"
-          + " responses (%s) cannot be stored and replayed: return the whole body, or protect the"
-          + " endpoint with the Idempotency-Key filter's path exclusions instead",
-      "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody", "streamed"
-          + " responses (%s) cannot be stored and replayed: return the whole body");
+      "java.util.concurrent.CompletionStage", ASYNC,
+      "java.util.concurrent.Future", ASYNC,
+      "org.reactivestreams.Publisher", REACTIVE,
+      "java.util.concurrent.Flow$Publisher", REACTIVE,
+      "org.springframework.web.context.request.async.DeferredResult", ASYNC,
+      "org.springframework.web.context.request.async.WebAsyncTask", ASYNC,
+      "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter", STREAMED,
+      "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody", STREAMED,
+      "org.springframework.core.io.Resource", STREAMED);
 
-  /** Why {@code raw} cannot be returned by an @Idempotent method, or null when it can. */
-  static String refusal(Class<?> raw) {
+  /** Why {@code method}, returning {@code type}, cannot be @Idempotent, or null when it can. */
+  static String refusal(Method method, ResolvableType type) {
+    Class<?> raw = type.resolve(Object.class);
+    if (KotlinDetector.isSuspendingFunction(method)) {
+      return String.format(REACTIVE, "a Kotlin suspend function");
+    }
+    String refused = refusal(raw);
+    if (refused != null) {
+      return refused;
+    }
+    if (isA(raw, "java.util.concurrent.Callable") && isRequestHandler(method)) {
+      return String.format(ASYNC, raw.getName());
+    }
+    if (isA(raw, "org.springframework.http.HttpEntity")) {
+      if (!raw.getName().equals("org.springframework.http.HttpEntity")
+          && !raw.getName().equals("org.springframework.http.ResponseEntity")) {
+        return raw.getName() + " cannot be replayed as itself: declare the method to return"
+            + " ResponseEntity<T> (or HttpEntity<T>)";
+      }
+      ResolvableType body = type.as(HttpEntityTypes.HTTP_ENTITY).getGeneric(0);
+      Class<?> bodyClass = body.resolve();
+      if (bodyClass == null || bodyClass == Object.class) {
+        return "the body type of " + type + " is not known, so its replay could not be read"
+            + " back as the same type: declare it (ResponseEntity<Receipt>, not ResponseEntity<?>)";
+      }
+      if (bodyClass == byte[].class) {
+        return "a byte[] body cannot be replayed byte for byte from its JSON: return the"
+            + " response through the Idempotency-Key filter instead";
+      }
+      String bodyRefused = refusal(bodyClass);
+      if (bodyRefused != null) {
+        return "its body: " + bodyRefused;
+      }
+    }
+    return null;
+  }
+
+  /** Why a value of {@code raw} cannot be stored, or null when it can. */
+  private static String refusal(Class<?> raw) {
     for (Map.Entry<String, String> r : REFUSED.entrySet()) {
       if (isA(raw, r.getKey())) {
         return String.format(r.getValue(), raw.getName());
       }
     }
+    if (ReactiveAdapterRegistry.getSharedInstance().getAdapter(raw) != null) {
+      return String.format(REACTIVE, raw.getName()); // RxJava, Kotlin Flow, Mutiny...
+    }
     return null;
+  }
+
+  /** Whether Spring MVC calls {@code method} for requests (it has a request mapping). */
+  private static boolean isRequestHandler(Method method) {
+    for (var annotation : org.springframework.core.annotation.MergedAnnotations.from(method,
+        org.springframework.core.annotation.MergedAnnotations.SearchStrategy.TYPE_HIERARCHY)) {
+      if (annotation.getType().getName()
+          .equals("org.springframework.web.bind.annotation.RequestMapping")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Whether {@code type} is, extends or implements the type named {@code name}. */
@@ -128,6 +189,11 @@ final class IdempotentMethod {
 
   String scope() {
     return scope;
+  }
+
+  /** Whether it returns an {@code HttpEntity} or {@code ResponseEntity}. */
+  boolean returnsEntity() {
+    return entityBody != null;
   }
 
   Class<? extends Throwable>[] terminalOn() {
@@ -182,8 +248,8 @@ final class IdempotentMethod {
       Codec<Object> none = (Codec<Object>) (Codec<?>) Codecs.none();
       return none;
     }
-    if (isA(raw, "org.springframework.http.HttpEntity")) {
-      return HttpEntityCodec.of(mapper, raw, returnType);
+    if (entityBody != null) {
+      return HttpEntityCodec.of(mapper, entityBody);
     }
     if (raw == Optional.class) {
       Type element = returnType instanceof ParameterizedType p

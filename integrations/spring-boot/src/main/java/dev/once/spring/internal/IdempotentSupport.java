@@ -91,10 +91,17 @@ final class IdempotentSupport {
     if (invocation instanceof ProxyMethodInvocation proxied) {
       proxied.setUserAttribute(LEASE, call);
     }
+    boolean entity = method.returnsEntity();
+    boolean storeServerErrors = c.properties.getHttp().isStoreServerErrors();
     Object value;
     try {
       value = replayMarked(r.once.call(key, fingerprint, r.codec,
-          attempt -> CurrentAttempt.with(attempt, () -> call.run(invocation))));
+          attempt -> CurrentAttempt.with(attempt, () -> {
+            Object returned = call.run(invocation);
+            return entity ? ServerErrorNotStored.check(returned, storeServerErrors) : returned;
+          })), invocation.getMethod());
+    } catch (ServerErrorNotStored notStored) {
+      value = notStored.response(); // answered as it is, the key released for a retry
     } catch (Throwable t) {
       Throwable after = call.afterReturn();
       if (after != null && after != t) {
@@ -127,15 +134,12 @@ final class IdempotentSupport {
         ? r.once.call(key, fingerprint, r.codec,
             attempt -> CurrentAttempt.with(attempt, () -> proceed(invocation)))
         : r.transactional.callInTransaction(connection, key, fingerprint, r.codec,
-            tx -> proceed(invocation))));
+            tx -> proceed(invocation)), invocation.getMethod()));
   }
 
-  /** The value, the current HTTP response marked as a replay when it is one. */
-  private static Object replayMarked(Result<Object> result) {
-    if (result.replayed()) {
-      ReplayMarker.markCurrentResponse();
-    }
-    return result.value();
+  /** The value, marked as a replay when it is one and answers the request ({@link ReplayMarker}). */
+  private static Object replayMarked(Result<Object> result, Method invoked) {
+    return result.replayed() ? ReplayMarker.marked(result.value(), invoked) : result.value();
   }
 
   static Object proceed(MethodInvocation invocation) throws Exception {
@@ -190,8 +194,12 @@ final class IdempotentSupport {
   private record Runners(Once once, TransactionalOnce transactional, Codec<Object> codec) {
     static Runners of(IdempotentMethod method, Context c) {
       Once.Config config = c.once.config();
-      FailurePolicy policy = method.terminalOn().length == 0 ? config.failurePolicy()
+      FailurePolicy declared = method.terminalOn().length == 0 ? config.failurePolicy()
           : config.failurePolicy().terminalOn(method.terminalOn());
+      // A server error answered by a ResponseEntity is released, as the filter does, whatever
+      // the policy says of exceptions.
+      FailurePolicy policy = !method.returnsEntity() ? declared : FailurePolicy.retryAll()
+          .terminalIf(t -> !(t instanceof ServerErrorNotStored) && declared.isTerminal(t));
       Once once = policy == config.failurePolicy() ? c.once : copy(c.once, policy);
       TransactionalOnce transactional = null;
       if (c.transactions != null) {

@@ -3,7 +3,7 @@ package dev.once.spring.internal;
 import dev.once.Once;
 import dev.once.Scheduler;
 import java.time.Duration;
-import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -23,11 +23,15 @@ public final class OnceBackgroundTasks implements DisposableBean {
 
   /** A scheduler with two daemon threads, started on first use. */
   public OnceBackgroundTasks() {
-    this.executor = Executors.newScheduledThreadPool(2, task -> {
+    ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(2, task -> {
       Thread thread = new Thread(task, "once-background-" + COUNT.incrementAndGet());
       thread.setDaemon(true);
       return thread;
     });
+    // A heartbeat is cancelled when its call ends: dropped at once, not kept (with its attempt)
+    // until it would have fired.
+    pool.setRemoveOnCancelPolicy(true);
+    this.executor = pool;
   }
 
   /** The scheduler heartbeats and maintenance run on. */

@@ -6,9 +6,12 @@ import dev.once.StoreUnavailableException;
 import dev.once.jdbc.JdbcStore;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spring.OnceProperties;
+import java.util.ArrayList;
+import java.util.List;
 import javax.sql.DataSource;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
+import org.springframework.beans.factory.BeanCreationException;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.annotation.AnnotatedBeanDefinition;
 import org.springframework.beans.factory.config.BeanDefinition;
@@ -94,21 +97,37 @@ public final class StoreFactory {
     if (!(beans instanceof ConfigurableListableBeanFactory factory)) {
       return null;
     }
+    List<String> declared = new ArrayList<>();
     for (String name : beans.getBeanNamesForType(Once.class, false, false)) {
-      if (!factory.containsBeanDefinition(name)) {
-        return beans.getBean(name, Once.class).store(); // a registered singleton
+      if (factory.isCurrentlyInCreation(name)) {
+        continue; // it is what asked for the store: using it would go round in a circle
       }
-      BeanDefinition definition = factory.getBeanDefinition(name);
+      BeanDefinition definition = factory.containsBeanDefinition(name)
+          ? factory.getBeanDefinition(name) : null;
       boolean starters = definition instanceof AnnotatedBeanDefinition annotated
           && annotated.getFactoryMethodMetadata() != null
           && annotated.getFactoryMethodMetadata().getDeclaringClassName()
               .equals(STARTERS_CONFIGURATION);
       if (!starters) {
-        return beans.getBean(name, Once.class).store();
+        declared.add(name);
       }
     }
-    return null;
+    List<String> primary = declared.stream().filter(n -> factory.containsBeanDefinition(n)
+        && factory.getBeanDefinition(n).isPrimary()).toList();
+    String chosen = declared.size() == 1 ? declared.get(0)
+        : primary.size() == 1 ? primary.get(0) : null;
+    if (chosen == null) {
+      return null; // none, or several and no one primary: the startup fails, naming the fix
+    }
+    try {
+      return beans.getBean(chosen, Once.class).store();
+    } catch (BeanCreationException e) {
+      // The application's Once needs this very store (directly or through a listener): there is
+      // no store to give it, which the startup error says.
+      return null;
+    }
   }
+
 
   /** The context's one DataSource (or its primary one), or null. */
   public static DataSource dataSource(ListableBeanFactory beans) {

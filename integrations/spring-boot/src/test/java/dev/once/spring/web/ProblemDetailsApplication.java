@@ -60,6 +60,21 @@ public class ProblemDetailsApplication {
           .header("Set-Cookie", "session=secret").body(refund);
     }
 
+    @PostMapping("/refunds/created")
+    @Idempotent(key = "#key", scope = "refunds.created")
+    public org.springframework.http.HttpEntity<Refund> created(
+        @RequestHeader("Idempotency-Key") String key, @RequestParam long amount) {
+      Refund refund = new Refund("re_" + runs.incrementAndGet(), amount);
+      return ResponseEntity.created(java.net.URI.create("/refunds/" + refund.id())).body(refund);
+    }
+
+    @PostMapping("/refunds/unavailable")
+    @Idempotent(key = "#key", scope = "refunds.unavailable")
+    public ResponseEntity<Refund> unavailable(@RequestHeader("Idempotency-Key") String key) {
+      runs.incrementAndGet();
+      return ResponseEntity.status(503).build();
+    }
+
     @PostMapping("/refunds/preview")
     @Idempotent(key = "#key", scope = "refunds.preview")
     public Refund preview(@RequestHeader("Idempotency-Key") String key,

@@ -184,6 +184,39 @@ class ProblemDetailsTest {
   }
 
   @Test
+  void aResponseEntityReturnedWhereAnHttpEntityIsDeclaredKeepsItsStatus() throws Exception {
+    HttpResponse<String> first = post("/refunds/created?amount=3", "r-created");
+    HttpResponse<String> retry = post("/refunds/created?amount=3", "r-created");
+
+    assertThat(first.statusCode()).isEqualTo(201);
+    assertThat(retry.statusCode()).isEqualTo(201);
+    assertThat(retry.headers().firstValue("Location"))
+        .isEqualTo(first.headers().firstValue("Location"));
+    assertThat(retry.body()).isEqualTo(first.body());
+  }
+
+  @Test
+  void aServerErrorAnsweredByAResponseEntityIsNotStoredTheRetryRunsAgain() throws Exception {
+    int before = refunds.runs();
+    HttpResponse<String> first = post("/refunds/unavailable", "r-503");
+    HttpResponse<String> retry = post("/refunds/unavailable", "r-503");
+
+    assertThat(first.statusCode()).isEqualTo(503);
+    assertThat(retry.statusCode()).isEqualTo(503);
+    assertThat(retry.headers().firstValue("Idempotent-Replayed")).isEmpty();
+    assertThat(refunds.runs()).as("run again, as the filter does for a 5xx").isEqualTo(before + 2);
+  }
+
+  @Test
+  void aServiceCallReplayedInsideAControllerDoesNotMarkTheResponse() throws Exception {
+    post("/charges/k-service?amount=5");
+    HttpResponse<String> again = post("/charges/k-service?amount=5");
+
+    assertThat(again.statusCode()).isEqualTo(200);
+    assertThat(again.headers().firstValue("Idempotent-Replayed")).isEmpty();
+  }
+
+  @Test
   void aRecordReturnedByAControllerIsReplayedMarkedReplayed() throws Exception {
     HttpResponse<String> first = post("/refunds/preview?amount=5", "r-record");
     HttpResponse<String> retry = post("/refunds/preview?amount=5", "r-record");
