@@ -4,6 +4,7 @@ import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import java.io.PrintWriter;
 import java.sql.Connection;
@@ -27,9 +28,11 @@ import java.util.Optional;
  * <p>What must hold, and is a violation otherwise (exit code 1):
  * <ul>
  *   <li>every event that is not poison has exactly one effect with dedupe (the downstream
- *       deduplicated on {@code Attempt.key()}) and a COMPLETED record: none lost, none doubled;
+ *       deduplicated on {@code Attempt.key()}) and a COMPLETED record with a SUCCESS outcome:
+ *       none lost, none doubled;
  *   <li>every poison event is dead-lettered (counted from the dead-letter destination,
- *       deduplicated on its id) and its failure stored (a FAILED record); no other event is;
+ *       deduplicated on its id), made no effect, and has its failure stored (a COMPLETED record
+ *       with a FAILURE outcome, which its duplicates replay); no other event is dead-lettered;
  *   <li>the broker drained (nothing left unacknowledged), no worker exited by itself, every
  *       worker sent SIGTERM stopped in time.
  * </ul>
@@ -112,7 +115,8 @@ final class ChaosBrokerAudit {
       int d = dedup.getOrDefault(e.id(), 0);
       int l = letters.getOrDefault(e.id(), 0);
       IdempotencyRecord record = find(store, ChaosWorker.key(runId, e.id()));
-      Status status = record == null ? null : record.status();
+      boolean completed = record != null && record.status() == Status.COMPLETED;
+      Outcome.Kind outcome = completed ? record.outcome().kind() : null;
       if (e.poison()) {
         poison++;
         if (d > 0 || raw.getOrDefault(e.id(), 0) > 0) {
@@ -124,7 +128,7 @@ final class ChaosBrokerAudit {
           poisonDeadLettered++;
           lettersRepeated += l - 1;
         }
-        if (status != Status.FAILED) {
+        if (outcome != Outcome.Kind.FAILURE) {
           poisonNotFailed++;
         }
         continue;
@@ -140,12 +144,12 @@ final class ChaosBrokerAudit {
       if (l > 0) {
         wrongLetters++;
       }
-      if (status == Status.COMPLETED) {
+      if (outcome == Outcome.Kind.SUCCESS) {
         reruns += Math.max(0, record.attempts() - 1);
       } else {
         notCompleted++;
       }
-      if (d == 0 || status != Status.COMPLETED) {
+      if (d == 0 || outcome != Outcome.Kind.SUCCESS) {
         lost++;
       }
     }
@@ -172,7 +176,8 @@ final class ChaosBrokerAudit {
       v.add(f.dedupMissing() + " events never made their deduplicated effect");
     }
     if (f.lost() > 0) {
-      v.add(f.lost() + " events lost (no deduplicated effect, or no COMPLETED record)");
+      v.add(f.lost() + " events lost (no deduplicated effect, or no COMPLETED record with a "
+          + "SUCCESS outcome)");
     }
     if (f.notCompleted() > 0 && f.lost() == 0) {
       v.add(f.notCompleted() + " records not COMPLETED");
@@ -181,7 +186,8 @@ final class ChaosBrokerAudit {
       v.add(f.poisonNotDeadLettered() + " poison events never dead-lettered");
     }
     if (f.poisonNotFailed() > 0) {
-      v.add(f.poisonNotFailed() + " poison events without their failure stored (FAILED record)");
+      v.add(f.poisonNotFailed() + " poison events without their failure stored (a COMPLETED "
+          + "record with a FAILURE outcome)");
     }
     if (f.poisonWithEffects() > 0) {
       v.add(f.poisonWithEffects() + " poison events made effects");

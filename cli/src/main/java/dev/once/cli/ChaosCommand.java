@@ -55,9 +55,12 @@ import picocli.CommandLine.Spec;
             + "and wakes it as a zombie, and with --restart-store and --proxy kills and restarts "
             + "a store it started itself and cuts connections. Then it drains the queue and "
             + "audits what every event did.",
+        "With --broker, the workers consume from a real RabbitMQ, NATS JetStream, Kafka or SQS "
+            + "through Once's adapter for it instead; a share of the events are poison and must "
+            + "end dead-lettered once, and SIGTERM stops a worker gracefully mid-batch.",
         "Exit code 0 when Once held (exactly one deduplicated effect and debit per event, no "
-            + "lost event, one outcome per event); 1 on any violation; 2 for bad options or a "
-            + "store that cannot be used."})
+            + "lost event, one outcome per event, poison dead-lettered); 1 on any violation; 2 "
+            + "for bad options or a store or broker that cannot be used."})
 final class ChaosCommand implements Callable<Integer> {
 
   static final int MAX_WORKERS = 32;
@@ -85,6 +88,37 @@ final class ChaosCommand implements Callable<Integer> {
   @Option(names = "--table", defaultValue = JdbcStore.DEFAULT_TABLE, paramLabel = "NAME",
       description = "The records table of a SQL or DynamoDB store (created if missing).")
   String table = JdbcStore.DEFAULT_TABLE;
+
+  @Option(names = "--broker", paramLabel = "KIND",
+      description = {
+          "Audit a real broker instead of the built-in queue: rabbitmq, nats, kafka or sqs. The "
+              + "workers consume a queue, stream or topic declared for the run (and deleted "
+              + "after it) through Once's adapter for the broker, batch by batch; a share of "
+              + "the events are poison (dead-lettered); SIGTERM joins the faults."})
+  String broker;
+
+  @Option(names = "--broker-uri", paramLabel = "URI",
+      description = {
+          "Where the broker is, as its client takes it: amqp://user:password@host:5672/vhost "
+              + "(RabbitMQ), nats://host:4222 (NATS with JetStream), host:9092,host2:9092 "
+              + "(Kafka bootstrap servers), an SQS endpoint URL (https://sqs.REGION.amazonaws"
+              + ".com, or http://127.0.0.1:9324 for ElasticMQ).",
+          "Default: the broker's usual port on 127.0.0.1 (RabbitMQ as guest)."})
+  String brokerUri;
+
+  @Option(names = "--region", paramLabel = "REGION",
+      description = "The SQS region. Default: AWS_REGION, else us-east-1.")
+  String region;
+
+  @Option(names = "--batch", paramLabel = "N",
+      description = "With --broker: the prefetch, fetch or poll size (1-1000), so the most "
+          + "messages one store call claims. Default: 20.")
+  Integer batch;
+
+  @Option(names = "--poison", paramLabel = "SHARE",
+      description = "With --broker: share of events whose handler throws a terminal failure "
+          + "(0.0-0.5); each must end dead-lettered. Default: 0.01.")
+  Double poison;
 
   @Option(names = "--workers", defaultValue = "4", paramLabel = "N",
       description = "Worker processes (1-" + MAX_WORKERS + "); a killed one is replaced.")
@@ -124,6 +158,12 @@ final class ChaosCommand implements Callable<Integer> {
           + "message is redelivered and taken over before it wakes.")
   String freezeFor;
 
+  @Option(names = "--term-every", paramLabel = "RANGE",
+      description = "With --broker: SIGTERM a random worker (its shutdown hook stops its "
+          + "consumer gracefully, mid-batch; a replacement starts) after a random time in this "
+          + "range, again and again; off to disable. Default: 3s-6s.")
+  String termEvery;
+
   @Option(names = "--restart-store",
       description = "kill -9 the store and start it again (private:redis or private:postgres "
           + "only) every --restart-every.")
@@ -145,8 +185,9 @@ final class ChaosCommand implements Callable<Integer> {
 
   @Option(names = "--sabotage",
       description = "A deliberately broken consumer: the downstream key changes with every "
-          + "attempt, so the downstream can no longer deduplicate a takeover. The audit must "
-          + "catch it (exit code 1).")
+          + "attempt, so the downstream can no longer deduplicate a takeover (with --broker: "
+          + "the effects a killed worker made in a batch whose outcomes it never stored). The "
+          + "audit must catch it (exit code 1).")
   boolean sabotage;
 
   @Option(names = "--drain-timeout", defaultValue = "2m", paramLabel = "TIME",
@@ -165,11 +206,20 @@ final class ChaosCommand implements Callable<Integer> {
   boolean json;
 
   private ChaosAudit.Result lastResult;
+  ChaosBrokerAudit.Result lastBrokerResult;
+
+  /**
+   * A validated broker run.
+   *
+   * @param uri the broker's URI, as its client takes it
+   */
+  record BrokerPlan(ChaosBroker.Kind kind, String uri, String region, double poison, int batch,
+      ChaosTime.Range term) {}
 
   /** A validated run. */
-  private record Plan(Duration duration, Duration lease, Duration work, Duration freezeFor,
+  record Plan(Duration duration, Duration lease, Duration work, Duration freezeFor,
       ChaosTime.Range kill, ChaosTime.Range freeze, ChaosTime.Range restart, ChaosTime.Range cut,
-      Duration drain, String privateKind, StoreUri uri) {
+      Duration drain, String privateKind, StoreUri uri, BrokerPlan broker) {
 
     long visibilityMillis() {
       return lease.toMillis() + 1_000;
@@ -184,7 +234,8 @@ final class ChaosCommand implements Callable<Integer> {
     Thread hook = new Thread(resources::close, "once-chaos-cleanup");
     Runtime.getRuntime().addShutdownHook(hook);
     try {
-      return run(plan, resources);
+      return plan.broker() == null ? run(plan, resources)
+          : new ChaosBrokerRun(this, plan, resources).run();
     } catch (HarnessFailure e) {
       resources.deleteDirectory = false;
       throw new CommandFailure(CommandFailure.CANNOT_RUN, e.getMessage());
@@ -206,6 +257,11 @@ final class ChaosCommand implements Callable<Integer> {
   /** The audit of the last run, for tests; null before. */
   ChaosAudit.Result lastResult() {
     return lastResult;
+  }
+
+  /** The audit of the last run with --broker, for tests; null before. */
+  ChaosBrokerAudit.Result lastBrokerResult() {
+    return lastBrokerResult;
   }
 
   private int run(Plan plan, Resources r) throws Exception {
@@ -453,7 +509,7 @@ final class ChaosCommand implements Callable<Integer> {
   }
 
   /** Opens the store again for the audit; it may be coming back from a restart. */
-  private OpenStore reopen(StoreUri uri) throws InterruptedException {
+  OpenStore reopen(StoreUri uri) throws InterruptedException {
     long deadline = System.currentTimeMillis() + 30_000;
     while (true) {
       try {
@@ -472,7 +528,7 @@ final class ChaosCommand implements Callable<Integer> {
    * Restarts the private store in a thread of its own, so that a PostgreSQL recovering for a
    * second or two does not hold up the kills and freezes of the workers.
    */
-  private static final class Restarter {
+  static final class Restarter {
     private final ChaosPrivateStore store;
     private Thread running;
     private volatile long restarts;
@@ -571,7 +627,7 @@ final class ChaosCommand implements Callable<Integer> {
   }
 
   /** Everything the run holds open; {@link #close()} releases all of it, once. */
-  private static final class Resources {
+  static final class Resources {
     final Path directory;
     volatile boolean deleteDirectory;
     volatile ChaosPrivateStore privateStore;
@@ -583,6 +639,9 @@ final class ChaosCommand implements Callable<Integer> {
     volatile ChaosQueue queue;
     volatile ChaosDownstream downstream;
     volatile ChaosWorkers workers;
+    volatile ChaosBroker broker;
+    /** Whether {@link #close()} deletes the broker destinations the run declared. */
+    volatile boolean deleteTopology;
     private final boolean keepLedger;
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -601,6 +660,20 @@ final class ChaosCommand implements Callable<Integer> {
       }
       if (proxy != null) {
         proxy.close();
+      }
+      if (broker != null) {
+        if (deleteTopology) {
+          try {
+            broker.delete();
+          } catch (Exception ignored) {
+            // the broker is gone: nothing to delete, or nothing that can be
+          }
+        }
+        try {
+          broker.close();
+        } catch (RuntimeException ignored) {
+          // closing
+        }
       }
       if (ledger != null && !keepLedger && uri != null && privateStore == null) {
         try {
@@ -635,7 +708,7 @@ final class ChaosCommand implements Callable<Integer> {
   }
 
   /** The URI the workers open: the one given (password included: it goes to their environment). */
-  private String storeText(Resources r) {
+  String storeText(Resources r) {
     return r.privateStore != null ? r.privateStore.uri() : store;
   }
 
@@ -715,13 +788,47 @@ final class ChaosCommand implements Callable<Integer> {
         throw invalid("--dir " + directory + " must be a new or empty directory");
       }
       return new Plan(total, leaseTime, workTime, freezeTime, kill, freeze, restart, cut, drain,
-          privateKind, uri);
+          privateKind, uri, brokerPlan());
     } catch (IllegalArgumentException e) {
       throw invalid(e.getMessage());
     }
   }
 
-  private ChaosTime.Range positive(String option, ChaosTime.Range range) {
+  /** The broker options, checked; null without --broker (and then none of them may be given). */
+  private BrokerPlan brokerPlan() {
+    if (broker == null) {
+      String given = brokerUri != null ? "--broker-uri" : region != null ? "--region"
+          : batch != null ? "--batch" : poison != null ? "--poison"
+          : termEvery != null ? "--term-every" : null;
+      if (given != null) {
+        throw invalid(given + " needs --broker rabbitmq|nats|kafka|sqs");
+      }
+      return null;
+    }
+    ChaosBroker.Kind kind = ChaosBroker.Kind.parse(broker);
+    String uri = brokerUri == null ? kind.defaultUri : brokerUri.trim();
+    if (uri.isEmpty()) {
+      throw invalid("--broker-uri must not be empty");
+    }
+    if (region != null && kind != ChaosBroker.Kind.SQS) {
+      throw invalid("--region is for --broker sqs");
+    }
+    String sqsRegion = region != null ? region.trim()
+        : System.getenv().getOrDefault("AWS_REGION", "us-east-1");
+    double share = poison == null ? 0.01 : poison;
+    if (!(share >= 0.0 && share <= 0.5)) {
+      throw invalid("--poison must be between 0.0 and 0.5, was " + poison);
+    }
+    int size = batch == null ? 20 : batch;
+    if (size < 1 || size > 1000) {
+      throw invalid("--batch must be between 1 and 1000, was " + batch);
+    }
+    ChaosTime.Range term = positive("--term-every",
+        ChaosTime.range("--term-every", termEvery == null ? "3s-6s" : termEvery));
+    return new BrokerPlan(kind, uri, sqsRegion, share, size, term);
+  }
+
+  ChaosTime.Range positive(String option, ChaosTime.Range range) {
     if (range != null && range.min().toMillis() < 10) {
       throw invalid(option + " must be at least 10ms (or off), was " + range);
     }
@@ -750,7 +857,7 @@ final class ChaosCommand implements Callable<Integer> {
    * copy in the run directory: {@code ./once} rebuilds the jar when the sources change, and a
    * worker started from a jar rewritten mid-run would not find its classes.
    */
-  private static String workerClassPath(Path runDirectory) throws IOException {
+  static String workerClassPath(Path runDirectory) throws IOException {
     String classPath = System.getProperty("java.class.path");
     if (classPath.endsWith(".jar") && !classPath.contains(java.io.File.pathSeparator)
         && Files.isRegularFile(Path.of(classPath))) {
@@ -761,22 +868,22 @@ final class ChaosCommand implements Callable<Integer> {
     return classPath;
   }
 
-  private static String javaBinary() {
+  static String javaBinary() {
     Path java = Path.of(System.getProperty("java.home"), "bin", "java");
     return Files.isExecutable(java) ? java.toString() : "java";
   }
 
-  private ParameterException invalid(String message) {
+  ParameterException invalid(String message) {
     return new ParameterException(spec.commandLine(), message);
   }
 
   /** Eight random characters from [a-z0-9]. */
-  private static String runId() {
+  static String runId() {
     return Long.toString(ThreadLocalRandom.current().nextLong(36L * 36 * 36 * 36 * 36 * 36 * 36,
         36L * 36 * 36 * 36 * 36 * 36 * 36 * 36), 36);
   }
 
-  private static String percent(double share) {
+  static String percent(double share) {
     return BigDecimal.valueOf(share).movePointRight(2).stripTrailingZeros().toPlainString() + "%";
   }
 }

@@ -184,6 +184,27 @@ public class OnceAutoConfiguration {
       return filter;
     }
 
+    /**
+     * In a Spring MVC application with observations: gives the requests the filter answers itself
+     * their route in {@code http.server.requests}, just outside the filter.
+     */
+    @Bean
+    @ConditionalOnClass(name = {"org.springframework.web.servlet.HandlerMapping",
+        "io.micrometer.observation.ObservationRegistry"})
+    @ConditionalOnMissingBean(name = "onceRouteTagFilterRegistration")
+    public FilterRegistrationBean<dev.once.spring.internal.RouteTagFilter>
+        onceRouteTagFilterRegistration(
+            ObjectProvider<org.springframework.web.servlet.HandlerMapping> mappings,
+            OnceProperties properties) {
+      FilterRegistrationBean<dev.once.spring.internal.RouteTagFilter> registration =
+          new FilterRegistrationBean<>(new dev.once.spring.internal.RouteTagFilter(mappings));
+      registration.setName("onceRouteTagFilter");
+      registration.addUrlPatterns("/*");
+      registration.setDispatcherTypes(DispatcherType.REQUEST);
+      registration.setOrder(properties.getHttp().getFilterOrder() - 1);
+      return registration;
+    }
+
     /** Registers the filter for REQUEST dispatches to every path, at {@code once.http.filter-order}. */
     @Bean
     @ConditionalOnMissingBean(name = "onceIdempotencyFilterRegistration")

@@ -141,6 +141,32 @@ class HttpFilterTest {
         .timer().count()).isGreaterThanOrEqualTo(2);
   }
 
+  /**
+   * Issue 24: requests the filter answers itself (replays, 409, 422) never reach Spring MVC, so
+   * {@code http.server.requests} tagged them {@code uri=UNKNOWN}. They carry their route now.
+   */
+  @Test
+  void requestsTheFilterAnswersAreTaggedWithTheirRouteInHttpServerRequests() throws Exception {
+    long before = routed("/charges", "422");
+    post("/charges", "key-route", "{\"amount\": 700}");
+    HttpResponse<String> replay = post("/charges", "key-route", "{\"amount\": 700}");
+    HttpResponse<String> reused = post("/charges", "key-route", "{\"amount\": 900}");
+    assertThat(replay.headers().firstValue("Idempotent-Replayed")).contains("true");
+    assertThat(reused.statusCode()).isEqualTo(422);
+
+    // The server records a request after answering it: wait for the last one.
+    dev.once.testkit.Await.until("the 422 recorded with its route",
+        () -> routed("/charges", "422") == before + 1);
+    assertThat(registry.find("http.server.requests").tag("uri", "UNKNOWN").timers())
+        .as("requests without their route").isEmpty();
+  }
+
+  private long routed(String uri, String status) {
+    var timer = registry.find("http.server.requests").tag("uri", uri).tag("status", status)
+        .timer();
+    return timer == null ? 0 : timer.count();
+  }
+
   private HttpResponse<String> post(String path, String key, String json) throws Exception {
     HttpRequest.Builder request = HttpRequest.newBuilder(
             URI.create("http://127.0.0.1:" + port + path))
