@@ -94,21 +94,7 @@ public final class Once {
    * is carried over too.
    */
   public Builder toBuilder() {
-    Builder builder = new Builder(config.store());
-    builder.lease = config.lease();
-    builder.retention = config.retention();
-    builder.inProgress = config.inProgress();
-    builder.failurePolicy = config.failurePolicy();
-    builder.maxPayloadBytes = config.maxPayloadBytes();
-    builder.clock = config.clock();
-    builder.sleeper = config.sleeper();
-    builder.listener = config.listener();
-    builder.heartbeat = config.heartbeat();
-    builder.clockSkewMargin = config.clockSkewMargin();
-    builder.coalescedCallsInFlight = config.coalescedCallsInFlight();
-    builder.steps.putAll(config.steps);
-    builder.compensationAttempts = config.compensationAttempts();
-    return builder;
+    return new Builder(config.copy());
   }
 
   /** The settings this instance was built with. */
@@ -137,36 +123,43 @@ public final class Once {
    * {@link Builder}; derive a variant with {@link #toBuilder()}).
    */
   public static final class Config {
-    private final IdempotencyStore store;
-    private final Duration lease;
-    private final Duration retention;
-    private final InProgressPolicy inProgress;
-    private final FailurePolicy failurePolicy;
-    private final int maxPayloadBytes;
-    private final Clock clock;
-    private final Sleeper sleeper;
-    private final OnceListener listener;
-    private final Scheduler heartbeat;
-    private final Duration clockSkewMargin;
-    private final int coalescedCallsInFlight;
-    private final java.util.Map<String, Step<?>> steps;
-    private final int compensationAttempts;
+    // Each setting is a field here with its default, a getter below and a setter on the
+    // Builder: nothing else. The builder edits a Config of its own; build() and toBuilder() copy
+    // it whole, every field (copy()), so no copy is written by hand, field by field, to forget
+    // one in.
+    IdempotencyStore store;
+    Duration lease = Builder.DEFAULT_LEASE;
+    Duration retention = Builder.DEFAULT_RETENTION;
+    InProgressPolicy inProgress = InProgressPolicy.reject();
+    FailurePolicy failurePolicy = FailurePolicy.retryAll();
+    int maxPayloadBytes = Builder.DEFAULT_MAX_PAYLOAD_BYTES;
+    Clock clock = Clock.systemUTC();
+    Sleeper sleeper = Sleeper.SYSTEM;
+    OnceListener listener = NoListener.INSTANCE;
+    Scheduler heartbeat;
+    Duration clockSkewMargin = Duration.ZERO;
+    int coalescedCallsInFlight;
+    java.util.Map<String, Step<?>> steps = new java.util.LinkedHashMap<>();
+    int compensationAttempts = Builder.DEFAULT_COMPENSATION_ATTEMPTS;
 
-    private Config(Builder b, int maxPayloadBytes) {
-      this.store = b.store;
-      this.lease = b.lease;
-      this.retention = b.retention;
-      this.inProgress = b.inProgress;
-      this.failurePolicy = b.failurePolicy;
-      this.maxPayloadBytes = maxPayloadBytes;
-      this.clock = b.clock;
-      this.sleeper = b.sleeper;
-      this.listener = b.listener;
-      this.heartbeat = b.heartbeat;
-      this.clockSkewMargin = b.clockSkewMargin;
-      this.coalescedCallsInFlight = b.coalescedCallsInFlight;
-      this.steps = java.util.Map.copyOf(b.steps);
-      this.compensationAttempts = b.compensationAttempts;
+    private Config(IdempotencyStore store) {
+      this.store = store;
+    }
+
+    /** A copy of every setting (every instance field), the steps in a map of its own. */
+    Config copy() {
+      Config copy = new Config(store);
+      for (java.lang.reflect.Field field : Config.class.getDeclaredFields()) {
+        if (!java.lang.reflect.Modifier.isStatic(field.getModifiers())) {
+          try {
+            field.set(copy, field.get(this));
+          } catch (IllegalAccessException e) {
+            throw new AssertionError("Config's own fields are accessible to it", e);
+          }
+        }
+      }
+      copy.steps = new java.util.LinkedHashMap<>(steps);
+      return copy;
     }
 
     /**
@@ -287,70 +280,61 @@ public final class Once {
     /** Default bound on a stored outcome or checkpoint: 1 MiB. */
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
 
-    private final IdempotencyStore store;
-    private Duration lease = DEFAULT_LEASE;
-    private Duration retention = DEFAULT_RETENTION;
-    private InProgressPolicy inProgress = InProgressPolicy.reject();
-    private FailurePolicy failurePolicy = FailurePolicy.retryAll();
-    private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
-    private Clock clock = Clock.systemUTC();
-    private Sleeper sleeper = Sleeper.SYSTEM;
-    private OnceListener listener = NoListener.INSTANCE;
-    private Scheduler heartbeat;
-    private Duration clockSkewMargin = Duration.ZERO;
-    private int coalescedCallsInFlight;
-    private final java.util.Map<String, Step<?>> steps = new java.util.LinkedHashMap<>();
-    private int compensationAttempts = DEFAULT_COMPENSATION_ATTEMPTS;
+    private final Config config;
 
     private Builder(IdempotencyStore store) {
-      this.store = Objects.requireNonNull(store, "store");
+      this(new Config(Objects.requireNonNull(store, "store")));
+    }
+
+    private Builder(Config config) {
+      this.config = config;
     }
 
     /** How long a claim is honoured before another worker may take over. Positive. */
     public Builder lease(Duration lease) {
-      this.lease = Checks.positive(lease, "lease");
+      config.lease = Checks.positive(lease, "lease");
       return this;
     }
 
     /** How long a finished record is kept and replayed; after it the key behaves as new. Positive. */
     public Builder retention(Duration retention) {
-      this.retention = Checks.positive(retention, "retention");
+      config.retention = Checks.positive(retention, "retention");
       return this;
     }
 
     /** What a duplicate does while the original runs. */
     public Builder onInProgress(InProgressPolicy policy) {
-      this.inProgress = Objects.requireNonNull(policy, "policy");
+      config.inProgress = Objects.requireNonNull(policy, "policy");
       return this;
     }
 
     /** Which failures are terminal (stored and replayed) rather than retryable. */
     public Builder failurePolicy(FailurePolicy policy) {
-      this.failurePolicy = Objects.requireNonNull(policy, "policy");
+      config.failurePolicy = Objects.requireNonNull(policy, "policy");
       return this;
     }
 
     /** The largest outcome or checkpoint stored, in bytes. Positive. */
     public Builder maxPayloadBytes(int bytes) {
-      this.maxPayloadBytes = Checks.positive(bytes, "maxPayloadBytes");
+      config.maxPayloadBytes = Checks.positive(bytes, "maxPayloadBytes");
       return this;
     }
 
     /** Where time comes from. Inject a manual clock in tests instead of sleeping. */
     public Builder clock(Clock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      config.clock = Objects.requireNonNull(clock, "clock");
       return this;
     }
 
     /** How a waiting duplicate pauses between polls. */
     public Builder sleeper(Sleeper sleeper) {
-      this.sleeper = Objects.requireNonNull(sleeper, "sleeper");
+      config.sleeper = Objects.requireNonNull(sleeper, "sleeper");
       return this;
     }
 
     /** Who observes; for several, compose them in one listener. */
     public Builder listener(OnceListener listener) {
-      this.listener = Objects.requireNonNull(listener, "listener");
+      config.listener = Objects.requireNonNull(listener, "listener");
       return this;
     }
 
@@ -359,7 +343,7 @@ public final class Once {
      * work keeps its claim while its process lives.
      */
     public Builder heartbeat(Scheduler scheduler) {
-      this.heartbeat = Objects.requireNonNull(scheduler, "scheduler");
+      config.heartbeat = Objects.requireNonNull(scheduler, "scheduler");
       return this;
     }
 
@@ -377,7 +361,7 @@ public final class Once {
       if (margin.isNegative()) {
         throw new IllegalArgumentException("clockSkewMargin must not be negative, was " + margin);
       }
-      this.clockSkewMargin = margin;
+      config.clockSkewMargin = margin;
       return this;
     }
 
@@ -399,7 +383,7 @@ public final class Once {
         throw new IllegalArgumentException("maxCallsInFlight must be 0 (off) or positive, was "
             + maxCallsInFlight);
       }
-      this.coalescedCallsInFlight = maxCallsInFlight;
+      config.coalescedCallsInFlight = maxCallsInFlight;
       return this;
     }
 
@@ -419,7 +403,7 @@ public final class Once {
       java.util.Objects.requireNonNull(steps, "steps");
       for (Step<?> step : steps) {
         java.util.Objects.requireNonNull(step, "step");
-        Step<?> earlier = this.steps.putIfAbsent(step.name(), step);
+        Step<?> earlier = config.steps.putIfAbsent(step.name(), step);
         if (earlier != null && earlier != step) {
           throw new IllegalArgumentException("two different steps are named '" + step.name()
               + "': a step name is unique within one Once");
@@ -439,18 +423,20 @@ public final class Once {
         throw new IllegalArgumentException("compensationAttempts must be 1–"
             + MAX_COMPENSATION_ATTEMPTS + ", was " + attempts);
       }
-      this.compensationAttempts = attempts;
+      config.compensationAttempts = attempts;
       return this;
     }
 
     /** A {@link Once} with these settings. */
     public Once build() {
-      if (clockSkewMargin.compareTo(lease) >= 0) {
-        throw new IllegalArgumentException("clockSkewMargin (" + clockSkewMargin
-            + ") must be less than the lease (" + lease + ")");
+      if (config.clockSkewMargin.compareTo(config.lease) >= 0) {
+        throw new IllegalArgumentException("clockSkewMargin (" + config.clockSkewMargin
+            + ") must be less than the lease (" + config.lease + ")");
       }
-      int payloadLimit = Math.min(maxPayloadBytes, store.maxPayloadBytes());
-      return new Once(new Config(this, payloadLimit));
+      Config built = config.copy();
+      built.maxPayloadBytes = Math.min(config.maxPayloadBytes, config.store.maxPayloadBytes());
+      built.steps = java.util.Map.copyOf(config.steps);
+      return new Once(built);
     }
   }
 }

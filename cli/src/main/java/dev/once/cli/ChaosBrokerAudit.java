@@ -261,7 +261,7 @@ final class ChaosBrokerAudit {
             f.dedupDoubled() + " doubled, " + f.dedupMissing() + " missing")));
     rows.add(new ChaosAudit.Row("effects without dedupe (a plain log)", count(f.rawEffects()),
         "doubles expected", f.rawRepeated() + " events ran twice+"));
-    rows.add(row("work re-runs (store: attempts - 1)", count(f.reruns())));
+    rows.add(row("claims taken again (store: attempts - 1)", count(f.reruns())));
     rows.add(new ChaosAudit.Row("poison events dead-lettered", count(f.poisonDeadLettered()),
         "1 per poison", check(f.poisonNotDeadLettered() + f.wrongLetters()
             + f.poisonNotFailed() + f.poisonWithEffects() == 0,

@@ -113,6 +113,10 @@ final class ChaosKafkaBroker extends ChaosBroker {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw unreachable(target, e);
+    } catch (java.util.concurrent.TimeoutException e) {
+      close();
+      throw unreachable(target, new IllegalStateException("no broker answered within "
+          + TIMEOUT_MILLIS / 1000 + " s"));
     } catch (Exception e) {
       close();
       throw unreachable(target, e);

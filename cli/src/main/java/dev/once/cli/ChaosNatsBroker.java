@@ -4,6 +4,7 @@ import dev.once.Once;
 import dev.once.nats.IdempotentNatsConsumer;
 import dev.once.nats.KeyDerivation;
 import io.nats.client.Connection;
+import io.nats.client.ErrorListener;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamApiException;
 import io.nats.client.JetStreamManagement;
@@ -62,7 +63,10 @@ final class ChaosNatsBroker extends ChaosBroker {
   private Options options(boolean reconnect) {
     return Options.builder().server(target.uri()).connectionTimeout(Duration.ofSeconds(5))
         .connectionName(reconnect ? "once-chaos-worker" : "once-chaos")
-        .maxReconnects(reconnect ? -1 : 0).reconnectWait(Duration.ofMillis(250)).build();
+        .maxReconnects(reconnect ? -1 : 0).reconnectWait(Duration.ofMillis(250))
+        // Its default listener logs every refused connection at SEVERE: the run says it once.
+        .errorListener(new ErrorListener() {})
+        .build();
   }
 
   @Override
