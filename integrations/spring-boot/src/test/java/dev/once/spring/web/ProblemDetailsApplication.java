@@ -75,6 +75,46 @@ public class ProblemDetailsApplication {
       return ResponseEntity.status(503).build();
     }
 
+    @PostMapping("/refunds/void")
+    @Idempotent(key = "#key", scope = "refunds.void")
+    @org.springframework.web.bind.annotation.ResponseStatus(
+        org.springframework.http.HttpStatus.ACCEPTED)
+    public void accept(@RequestHeader("Idempotency-Key") String key) {
+      runs.incrementAndGet();
+    }
+
+    @PostMapping("/refunds/optional")
+    @Idempotent(key = "#key", scope = "refunds.optional")
+    public java.util.Optional<Refund> find(@RequestHeader("Idempotency-Key") String key,
+        @RequestParam long amount) {
+      return amount == 0 ? java.util.Optional.empty()
+          : java.util.Optional.of(new Refund("re_" + runs.incrementAndGet(), amount));
+    }
+
+    @PostMapping("/refunds/list")
+    @Idempotent(key = "#key", scope = "refunds.list")
+    public java.util.List<Refund> split(@RequestHeader("Idempotency-Key") String key) {
+      return java.util.List.of(new Refund("re_a" + runs.incrementAndGet(), 1),
+          new Refund("re_b" + runs.get(), 2));
+    }
+
+    @PostMapping("/refunds/count")
+    @Idempotent(key = "#key", scope = "refunds.count")
+    public int count(@RequestHeader("Idempotency-Key") String key) {
+      return runs.incrementAndGet();
+    }
+
+    @PostMapping("/refunds/problem")
+    @Idempotent(key = "#key", scope = "refunds.problem")
+    public org.springframework.http.ProblemDetail problem(
+        @RequestHeader("Idempotency-Key") String key) {
+      runs.incrementAndGet();
+      org.springframework.http.ProblemDetail problem = org.springframework.http.ProblemDetail
+          .forStatusAndDetail(org.springframework.http.HttpStatus.CONFLICT, "already refunded");
+      problem.setTitle("Refund refused");
+      return problem;
+    }
+
     @PostMapping("/refunds/preview")
     @Idempotent(key = "#key", scope = "refunds.preview")
     public Refund preview(@RequestHeader("Idempotency-Key") String key,

@@ -7,6 +7,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -214,6 +215,26 @@ class ProblemDetailsTest {
 
     assertThat(again.statusCode()).isEqualTo(200);
     assertThat(again.headers().firstValue("Idempotent-Replayed")).isEmpty();
+  }
+
+  /**
+   * Issue 24: every return type a controller commonly has, over real HTTP: the first call and
+   * its retry answer the same status and body, the retry marked, the method run once.
+   */
+  @Test
+  void everyCommonReturnTypeIsReplayedAsTheFirstAnswer() throws Exception {
+    for (String path : List.of("/refunds/void", "/refunds/optional?amount=4",
+        "/refunds/optional?amount=0", "/refunds/list", "/refunds/count", "/refunds/problem")) {
+      int before = refunds.runs();
+      String key = "r-matrix-" + path.hashCode();
+      HttpResponse<String> first = post(path, key);
+      HttpResponse<String> retry = post(path, key);
+
+      assertThat(retry.statusCode()).as(path).isEqualTo(first.statusCode());
+      assertThat(retry.body()).as(path).isEqualTo(first.body());
+      assertThat(retry.headers().firstValue("Idempotent-Replayed")).as(path).contains("true");
+      assertThat(refunds.runs()).as(path).isLessThanOrEqualTo(before + 1);
+    }
   }
 
   @Test

@@ -1,0 +1,75 @@
+package dev.once.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.cli.ChaosBrokerAudit.Figures;
+import dev.once.cli.ChaosBrokerTest.Run;
+import java.nio.file.Path;
+import org.apache.kafka.common.test.KafkaClusterTestKit;
+import org.apache.kafka.common.test.TestKitNodes;
+import org.apache.kafka.common.utils.Exit;
+import org.elasticmq.rest.sqs.SQSRestServer;
+import org.elasticmq.rest.sqs.SQSRestServerBuilder;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code once chaos --broker kafka} against a KRaft broker started in this JVM (the worker JVMs
+ * reach it on its loopback port), and {@code --broker sqs} against ElasticMQ in this JVM: short
+ * runs with kills, a freeze and SIGTERMs, then the audit.
+ */
+class ChaosKafkaSqsTest {
+
+  @TempDir
+  Path dir;
+
+  @Test
+  void onceHoldsOnKafkaWhileWorkersAreKilledFrozenAndSentSigterm() throws Exception {
+    // The broker runs in this JVM: its fatal-fault handlers would end it; here they print.
+    Exit.setHaltProcedure((code, message) -> System.err.println("Kafka asked to halt (" + code
+        + "): " + message + "; ignored in tests"));
+    Exit.setExitProcedure((code, message) -> System.err.println("Kafka asked to exit (" + code
+        + "): " + message + "; ignored in tests"));
+    try (KafkaClusterTestKit cluster = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder()
+        .setCombined(true).setNumBrokerNodes(1).setNumControllerNodes(1).build())
+        .setConfigProp("offsets.topic.replication.factor", "1")
+        .setConfigProp("offsets.topic.num.partitions", "1")
+        .setConfigProp("transaction.state.log.replication.factor", "1")
+        .setConfigProp("transaction.state.log.min.isr", "1")
+        .setConfigProp("group.initial.rebalance.delay.ms", "0")
+        .build()) {
+      cluster.format();
+      cluster.startup();
+      cluster.waitForReadyBrokers();
+      Path runDirectory = dir.resolve("run");
+      Run run = ChaosBrokerTest.chaos("--broker", "kafka", "--broker-uri",
+          cluster.bootstrapServers(), "--duration", "15s", "--workers", "2", "--lease", "1s",
+          "--kill-every", "2s-4s", "--freeze-every", "3s-5s", "--term-every", "3s-5s",
+          "--poison", "0.03", "--dir", runDirectory.toString());
+
+      Figures f = ChaosBrokerTest.assertHeld(run, runDirectory);
+      assertThat(run.out()).contains("consuming from Kafka", "Once held on Kafka");
+      assertThat(f.poisonDeadLettered()).isEqualTo(f.poison());
+    }
+  }
+
+  @Test
+  void onceHoldsOnSqsWhileWorkersAreKilledFrozenAndSentSigterm() throws Exception {
+    SQSRestServer server = SQSRestServerBuilder.withDynamicPort().withInterface("127.0.0.1")
+        .start();
+    try {
+      int port = server.waitUntilStarted().localAddress().getPort();
+      Path runDirectory = dir.resolve("run");
+      Run run = ChaosBrokerTest.chaos("--broker", "sqs", "--broker-uri",
+          "http://127.0.0.1:" + port, "--duration", "12s", "--workers", "2", "--lease", "1s",
+          "--kill-every", "1s-2s", "--freeze-every", "2s-4s", "--term-every", "2s-4s",
+          "--poison", "0.03", "--batch", "10", "--dir", runDirectory.toString());
+
+      Figures f = ChaosBrokerTest.assertHeld(run, runDirectory);
+      assertThat(run.out()).contains("consuming from SQS", "Once held on SQS");
+      assertThat(f.poisonDeadLettered()).isEqualTo(f.poison());
+    } finally {
+      server.stopAndWait();
+    }
+  }
+}
