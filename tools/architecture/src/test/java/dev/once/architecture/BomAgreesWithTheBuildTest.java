@@ -23,7 +23,8 @@ class BomAgreesWithTheBuildTest {
 
   private static final Path ROOT = root();
 
-  private static Path root() {
+  /** The project root: the nearest folder above with bom/pom.xml. */
+  static Path root() {
     Path dir = Path.of("").toAbsolutePath();
     while (dir != null && !Files.exists(dir.resolve("bom/pom.xml"))) {
       dir = dir.getParent();
