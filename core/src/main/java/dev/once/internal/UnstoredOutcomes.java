@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Outcomes of handlers that returned but that the store failed to take, by key, each with its
@@ -31,8 +32,11 @@ final class UnstoredOutcomes {
   private final StoreCalls store;
   private final Leases leases;
   private final Map<IdempotencyKey, Unstored> unstored = new ConcurrentHashMap<>();
-  /** One try at a time (the heartbeat and the batches both try). */
-  private final Object storing = new Object();
+  /**
+   * One try at a time (the heartbeat and the batches both try). A lock, not a monitor: it is
+   * held across a store call, which would pin a virtual thread to its carrier (JDK 21–23).
+   */
+  private final ReentrantLock storing = new ReentrantLock();
 
   UnstoredOutcomes(Once.Config config, StoreCalls store, Leases leases) {
     this.config = config;
@@ -75,7 +79,8 @@ final class UnstoredOutcomes {
     if (unstored.isEmpty()) {
       return;
     }
-    synchronized (storing) {
+    storing.lock();
+    try {
       List<Unstored> kept = List.copyOf(unstored.values());
       if (kept.isEmpty()) {
         return;
@@ -116,6 +121,8 @@ final class UnstoredOutcomes {
           Execution.notify(config.listener(), l -> l.onCompleted(u.key(), token, elapsed));
         }
       }
+    } finally {
+      storing.unlock();
     }
   }
 }
