@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 
 /**
  * An {@link OnceListener} that makes Micrometer {@link Observation}s of what Once does, so that
@@ -132,11 +133,15 @@ public final class ObservationOnceListener implements OnceListener {
     }
   }
 
+  /** Where the listener's time comes from (nanoseconds): injected, so tests need no sleep. */
+  private final LongSupplier ticker;
+
   private ObservationOnceListener(Builder b) {
     this.registry = b.registry;
     this.store = b.store;
     this.convention = b.convention;
     this.defaultConvention = new DefaultOnceObservationConvention(b.scopeTag);
+    this.ticker = b.ticker;
   }
 
   /** A builder observing into {@code registry}. */
@@ -158,7 +163,7 @@ public final class ObservationOnceListener implements OnceListener {
     Observation.Event event = storeEvent(operation, elapsed, succeeded);
     if (operation.startsWith("claim")) {
       t.afterFailure = false;
-      long now = System.nanoTime();
+      long now = ticker.getAsLong();
       if (t.lastClaimFailed && now - t.lastClaimNanos > FAILED_CLAIM_STALE_NANOS) {
         t.claims.clear();
       }
@@ -347,6 +352,7 @@ public final class ObservationOnceListener implements OnceListener {
     private String store = OnceMetrics.DEFAULT_STORE;
     private OnceObservationConvention convention;
     private boolean scopeTag = true;
+    private LongSupplier ticker = System::nanoTime;
 
     private Builder(ObservationRegistry registry) {
       this.registry = Objects.requireNonNull(registry, "registry");
@@ -372,6 +378,15 @@ public final class ObservationOnceListener implements OnceListener {
      */
     public Builder convention(OnceObservationConvention convention) {
       this.convention = Objects.requireNonNull(convention, "convention");
+      return this;
+    }
+
+    /**
+     * Where the listener's time comes from, in nanoseconds as {@link System#nanoTime()} (the
+     * default): a test moves it instead of sleeping.
+     */
+    public Builder ticker(LongSupplier ticker) {
+      this.ticker = java.util.Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 
