@@ -26,6 +26,7 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
+import org.apache.kafka.common.utils.Exit;
 
 /**
  * One KRaft broker (combined with its controller) in the test JVM, started on first use and shared
@@ -39,6 +40,13 @@ final class KafkaBroker {
   static final KafkaProducer<String, String> PRODUCER;
 
   static {
+    // As once-kafka's test Broker: the broker's fatal-fault handlers must not end the test JVM
+    // with a non-zero code (surefire then fails the module after every test passed, "error
+    // occurred in starting fork"), seen here when the exit hook stopped the broker.
+    Exit.setHaltProcedure((code, message) -> System.err.println("Kafka asked to halt (" + code
+        + "): " + message + "; ignored in tests"));
+    Exit.setExitProcedure((code, message) -> System.err.println("Kafka asked to exit (" + code
+        + "): " + message + "; ignored in tests"));
     try {
       CLUSTER = new KafkaClusterTestKit.Builder(new TestKitNodes.Builder()
           .setCombined(true)
@@ -68,10 +76,20 @@ final class KafkaBroker {
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       PRODUCER.close(Duration.ofSeconds(2));
       ADMIN.close(Duration.ofSeconds(2));
+      // Bounded: a broker slow to stop must not hold the JVM past surefire's wait for the fork.
+      Thread close = new Thread(() -> {
+        try {
+          CLUSTER.close();
+        } catch (Exception e) {
+          // exiting anyway
+        }
+      }, "kafka-test-broker-close");
+      close.setDaemon(true);
+      close.start();
       try {
-        CLUSTER.close();
-      } catch (Exception e) {
-        // exiting anyway
+        close.join(Duration.ofSeconds(15).toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
     }));
   }
