@@ -203,14 +203,14 @@ final class IdempotentMethod {
   /** The key of a call with {@code args}. */
   IdempotencyKey key(Object target, Object[] args, BeanFactory beans) {
     MethodBasedEvaluationContext context = context(target, args, beans);
-    Object keyValue = evaluate(key, context, "key");
+    Object keyValue = unwrap(evaluate(key, context, "key"));
     if (keyValue == null || keyValue.toString().isBlank()) {
       throw new MissingKeyException("@Idempotent key '" + key.getExpressionString() + "' of "
           + scope + " evaluated to " + (keyValue == null ? "null" : "a blank string"));
     }
     String tenantValue = "";
     if (tenant != null) {
-      Object value = evaluate(tenant, context, "tenant");
+      Object value = unwrap(evaluate(tenant, context, "tenant"));
       if (value == null) {
         throw new InvalidKeyException("@Idempotent tenant '" + tenant.getExpressionString()
             + "' of " + scope + " evaluated to null");
@@ -218,6 +218,11 @@ final class IdempotentMethod {
       tenantValue = value.toString();
     }
     return IdempotencyKey.of(scope, tenantValue, keyValue.toString());
+  }
+
+  /** An {@code Optional} key or tenant (a header read as one) is its value, or none. */
+  private static Object unwrap(Object value) {
+    return value instanceof Optional<?> optional ? optional.orElse(null) : value;
   }
 
   /**
