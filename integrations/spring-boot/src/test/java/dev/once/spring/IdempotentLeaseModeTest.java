@@ -163,6 +163,13 @@ class IdempotentLeaseModeTest {
     }
   }
 
+  public static class OptionalKeys {
+    @Idempotent(key = "#id", scope = "optional-keys")
+    public String call(Optional<String> id) {
+      return "ran " + id.orElse("?");
+    }
+  }
+
   public static class Async {
     @Idempotent(key = "#id")
     public CompletableFuture<String> call(String id) {
@@ -305,6 +312,23 @@ class IdempotentLeaseModeTest {
         .withBean(Async.class)
         .run(context -> assertThat(context.getStartupFailure()).rootCause()
             .hasMessageContaining("asynchronous return types"));
+  }
+
+  /** Found in review: an empty Optional key was the literal key "Optional.empty". */
+  @Test
+  void anOptionalKeyIsItsValueAndAnEmptyOneIsMissing() {
+    new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))
+        .withPropertyValues("once.store=memory")
+        .withBean(OptionalKeys.class)
+        .run(context -> {
+          OptionalKeys bean = context.getBean(OptionalKeys.class);
+          assertThat(bean.call(Optional.of("k-1"))).isEqualTo("ran k-1");
+          assertThat(context.getBean(IdempotencyStore.class)
+              .find(IdempotencyKey.of("optional-keys", "k-1"))).isPresent();
+          assertThatThrownBy(() -> bean.call(Optional.empty()))
+              .isInstanceOf(InvalidKeyException.class);
+        });
   }
 
   /**
