@@ -163,8 +163,12 @@ abstract class ChaosBroker implements AutoCloseable {
   /** Deletes what {@link #create()} declared. */
   abstract void delete() throws Exception;
 
-  /** Starts a consumer through the broker's adapter, on connections of its own. */
-  abstract Consumer consume(Once once, Handler handler) throws Exception;
+  /**
+   * Starts a consumer through the broker's adapter, on connections of its own.
+   *
+   * @param member a stable identity of the worker's slot, which its replacement takes over
+   */
+  abstract Consumer consume(Once once, Handler handler, String member) throws Exception;
 
   /** Closes the coordinator's connection. */
   @Override

@@ -222,7 +222,8 @@ final class ChaosBrokerWorker implements Callable<Integer> {
     long complained = 0;
     while (running()) {
       try {
-        return b.consume(once, handler);
+        return b.consume(once, handler, name + "-worker-"
+            + System.getenv().getOrDefault(ChaosWorkers.SLOT_ENV, Integer.toString(worker)));
       } catch (Exception e) {
         long now = System.currentTimeMillis();
         if (now - complained > 10_000) {

@@ -199,7 +199,8 @@ final class ChaosCommand implements Callable<Integer> {
           + "Default: a temporary directory, deleted after a run that held.")
   Path directory;
 
-  @Option(names = "--keep", description = "Keep the run directory and the debit tables.")
+  @Option(names = "--keep", description = "Keep the run directory, the debit tables and, with "
+      + "--broker, the queue, stream or topic of the run and its dead letters.")
   boolean keep;
 
   @Option(names = "--json", description = "Print the audit as one JSON object.")

@@ -20,6 +20,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RemoveMembersFromConsumerGroupOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -87,9 +88,15 @@ final class ChaosKafkaBroker extends ChaosBroker {
     return new KafkaProducer<>(p);
   }
 
-  private KafkaConsumer<String, byte[]> consumer(String group) {
+  private KafkaConsumer<String, byte[]> consumer(String group, String member) {
     Properties p = common();
     p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+    if (member != null) {
+      // Static membership: a worker's replacement (a kill, a SIGTERM) takes its place and its
+      // partitions at once, without a rebalance of the whole group, as a restarted pod with a
+      // stable name does.
+      p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, member);
+    }
     p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, Integer.toString(target.batch()));
@@ -192,7 +199,7 @@ final class ChaosKafkaBroker extends ChaosBroker {
   @Override
   List<byte[]> deadLetters() throws Exception {
     List<byte[]> bodies = new ArrayList<>();
-    try (KafkaConsumer<String, byte[]> reader = consumer(group() + "-audit")) {
+    try (KafkaConsumer<String, byte[]> reader = consumer(group() + "-audit", null)) {
       TopicPartition tp = new TopicPartition(deadLetterTopic(), 0);
       reader.assign(List.of(tp));
       reader.seekToBeginning(List.of(tp));
@@ -215,11 +222,18 @@ final class ChaosKafkaBroker extends ChaosBroker {
   void delete() throws Exception {
     admin.deleteTopics(List.of(topic(), deadLetterTopic())).all()
         .get(TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+    try {
+      // The workers' static members stay in the group until their session times out.
+      admin.removeMembersFromConsumerGroup(group(), new RemoveMembersFromConsumerGroupOptions())
+          .all().get(TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.ExecutionException none) {
+      // no member left
+    }
     admin.deleteConsumerGroups(List.of(group())).all().get(TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
   }
 
   @Override
-  Consumer consume(Once once, Handler handler) {
+  Consumer consume(Once once, Handler handler, String member) {
     KafkaProducer<String, byte[]> letters = producer();
     IdempotentConsumer<String, byte[]> consumer = IdempotentConsumer.<String, byte[]>builder(once,
             (record, attempt) -> handler.handle(record.value(), attempt))
@@ -228,8 +242,8 @@ final class ChaosKafkaBroker extends ChaosBroker {
         .deadLetters(DeadLetterPublisher.to(letters))
         .pollTimeout(Duration.ofMillis(200))
         .build();
-    IdempotentConsumerLoop<String, byte[]> loop = consumer.loop(consumer(group()),
-        List.of(topic()));
+    KafkaConsumer<String, byte[]> kafka = consumer(group(), member);
+    IdempotentConsumerLoop<String, byte[]> loop = consumer.loop(kafka, List.of(topic()));
     Throwable[] failure = {null};
     Thread thread = new Thread(() -> {
       try {

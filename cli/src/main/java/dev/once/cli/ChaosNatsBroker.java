@@ -167,7 +167,7 @@ final class ChaosNatsBroker extends ChaosBroker {
   }
 
   @Override
-  Consumer consume(Once once, Handler handler) throws Exception {
+  Consumer consume(Once once, Handler handler, String member) throws Exception {
     Connection own = Nats.connect(options(true));
     IdempotentNatsConsumer consumer = IdempotentNatsConsumer
         .builder(once, (message, attempt) -> handler.handle(message.getData(), attempt))

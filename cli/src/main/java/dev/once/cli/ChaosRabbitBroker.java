@@ -150,7 +150,7 @@ final class ChaosRabbitBroker extends ChaosBroker {
   }
 
   @Override
-  Consumer consume(Once once, Handler handler) throws Exception {
+  Consumer consume(Once once, Handler handler, String member) throws Exception {
     Connection own = factory().newConnection("once-chaos-worker");
     Subscription subscription;
     try {

@@ -14,6 +14,7 @@ import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.sqs.SqsClient;
 import software.amazon.awssdk.services.sqs.model.Message;
@@ -65,6 +66,9 @@ final class ChaosSqsBroker extends ChaosBroker {
           + "http://127.0.0.1:9324)");
     }
     return SqsClient.builder()
+        // One HTTP client, named: the class path holds two (the jar of once also has DynamoDB's).
+        .httpClient(UrlConnectionHttpClient.builder().connectionTimeout(Duration.ofSeconds(5))
+            .socketTimeout(Duration.ofSeconds(30)).build())
         .endpointOverride(endpoint)
         .region(Region.of(target.region()))
         .credentialsProvider(credentials(endpoint))
@@ -126,13 +130,6 @@ final class ChaosSqsBroker extends ChaosBroker {
     queueUrl = sqs.createQueue(r -> r.queueName(queue()).attributes(Map.of(
         QueueAttributeName.VISIBILITY_TIMEOUT,
         Long.toString(Math.max(1, target.ackWait().toSeconds()))))).queueUrl();
-  }
-
-  private void urls() {
-    if (queueUrl == null) {
-      queueUrl = sqs.getQueueUrl(r -> r.queueName(queue())).queueUrl();
-      deadLetterUrl = sqs.getQueueUrl(r -> r.queueName(deadLetterQueue())).queueUrl();
-    }
   }
 
   @Override
@@ -208,15 +205,17 @@ final class ChaosSqsBroker extends ChaosBroker {
 
   @Override
   void delete() {
-    urls();
+    if (queueUrl == null) {
+      lookUp(sqs);
+    }
     sqs.deleteQueue(r -> r.queueUrl(queueUrl));
     sqs.deleteQueue(r -> r.queueUrl(deadLetterUrl));
   }
 
   @Override
-  Consumer consume(Once once, Handler handler) {
+  Consumer consume(Once once, Handler handler, String member) {
     SqsClient own = client();
-    urls0(own);
+    lookUp(own);
     IdempotentSqsConsumer consumer = IdempotentSqsConsumer.builder(once, own, queueUrl,
             (message, attempt) -> handler.handle(message.body().getBytes(StandardCharsets.UTF_8),
                 attempt))
@@ -255,7 +254,8 @@ final class ChaosSqsBroker extends ChaosBroker {
     };
   }
 
-  private void urls0(SqsClient client) {
+  /** Looks up the URLs of the run's queues (a worker, or a coordinator that did not make them). */
+  private void lookUp(SqsClient client) {
     queueUrl = client.getQueueUrl(r -> r.queueName(queue())).queueUrl();
     deadLetterUrl = client.getQueueUrl(r -> r.queueName(deadLetterQueue())).queueUrl();
   }

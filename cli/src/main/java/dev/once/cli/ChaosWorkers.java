@@ -23,6 +23,11 @@ import java.util.concurrent.TimeUnit;
 final class ChaosWorkers implements AutoCloseable {
 
   static final String LOG = "workers.log";
+  /**
+   * The environment variable holding a worker's slot (0 to N-1): a replacement has its
+   * predecessor's, a stable identity (Kafka's static group membership).
+   */
+  static final String SLOT_ENV = "ONCE_CHAOS_SLOT";
   /** How long a stopping worker may take to finish its delivery before it is killed. */
   private static final long STOP_MILLIS = 15_000;
   /** How long a JVM takes to start and reach its first delivery, roughly. */
@@ -75,6 +80,7 @@ final class ChaosWorkers implements AutoCloseable {
     line.add(Integer.toString(id));
     ProcessBuilder builder = new ProcessBuilder(line);
     builder.environment().putAll(environment);
+    builder.environment().put(SLOT_ENV, Integer.toString(slot));
     builder.redirectErrorStream(true);
     builder.redirectOutput(Redirect.appendTo(runDirectory.resolve(LOG).toFile()));
     builder.redirectInput(Redirect.from(nullFile()));

@@ -99,7 +99,7 @@ class ChaosBrokerTest {
     Path runDirectory = dir.resolve("run");
     Run run = chaos("--broker", "rabbitmq", "--broker-uri", RABBIT_URI, "--duration", "12s",
         "--workers", "2", "--lease", "1s", "--kill-every", "1s-2s", "--freeze-every", "2s-4s",
-        "--term-every", "2s-4s", "--poison", "0.03", "--dir", runDirectory.toString());
+        "--term-every", "2s-4s", "--poison", "0.05", "--dir", runDirectory.toString());
 
     Figures f = assertHeld(run, runDirectory);
     assertThat(run.out())
@@ -127,7 +127,7 @@ class ChaosBrokerTest {
     Path runDirectory = dir.resolve("run");
     Run run = chaos("--broker", "nats", "--broker-uri", NATS_URI, "--duration", "12s",
         "--workers", "2", "--lease", "1s", "--kill-every", "1s-2s", "--freeze-every", "2s-4s",
-        "--term-every", "2s-4s", "--poison", "0.03", "--json", "--dir", runDirectory.toString());
+        "--term-every", "2s-4s", "--poison", "0.05", "--json", "--dir", runDirectory.toString());
 
     Figures f = assertHeld(run, runDirectory);
     // --json: one object, nothing else.

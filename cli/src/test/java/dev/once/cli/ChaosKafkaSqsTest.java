@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.cli.ChaosBrokerAudit.Figures;
 import dev.once.cli.ChaosBrokerTest.Run;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
 import org.apache.kafka.common.test.TestKitNodes;
 import org.apache.kafka.common.utils.Exit;
@@ -22,6 +24,28 @@ class ChaosKafkaSqsTest {
 
   @TempDir
   Path dir;
+
+  /**
+   * The arguments of a run: the test's short one, or with {@code -Donce.chaos.duration=60s
+   * -Donce.chaos.workers=3} (and options of {@code -Donce.chaos.args="..."}) a longer one with
+   * the command's default faults (the figures of docs/reliability.md), printed.
+   */
+  private static String[] args(String broker, String uri, Path runDirectory, String... test) {
+    List<String> args = new ArrayList<>(List.of("--broker", broker, "--broker-uri", uri,
+        "--dir", runDirectory.toString()));
+    String duration = System.getProperty("once.chaos.duration");
+    if (duration == null) {
+      args.addAll(List.of(test));
+    } else {
+      args.addAll(List.of("--duration", duration, "--workers",
+          System.getProperty("once.chaos.workers", "3")));
+      String more = System.getProperty("once.chaos.args", "").trim();
+      if (!more.isEmpty()) {
+        args.addAll(List.of(more.split("\\s+")));
+      }
+    }
+    return args.toArray(String[]::new);
+  }
 
   @Test
   void onceHoldsOnKafkaWhileWorkersAreKilledFrozenAndSentSigterm() throws Exception {
@@ -42,11 +66,12 @@ class ChaosKafkaSqsTest {
       cluster.startup();
       cluster.waitForReadyBrokers();
       Path runDirectory = dir.resolve("run");
-      Run run = ChaosBrokerTest.chaos("--broker", "kafka", "--broker-uri",
-          cluster.bootstrapServers(), "--duration", "15s", "--workers", "2", "--lease", "1s",
-          "--kill-every", "2s-4s", "--freeze-every", "3s-5s", "--term-every", "3s-5s",
-          "--poison", "0.03", "--dir", runDirectory.toString());
+      Run run = ChaosBrokerTest.chaos(args("kafka", cluster.bootstrapServers(), runDirectory,
+          "--duration", "15s", "--workers", "2", "--lease", "1s", "--kill-every", "2s-4s",
+          "--freeze-every", "3s-5s", "--freeze-for", "7s", "--term-every", "3s-5s",
+          "--poison", "0.05"));
 
+      System.out.println(run.out() + run.err());
       Figures f = ChaosBrokerTest.assertHeld(run, runDirectory);
       assertThat(run.out()).contains("consuming from Kafka", "Once held on Kafka");
       assertThat(f.poisonDeadLettered()).isEqualTo(f.poison());
@@ -60,11 +85,12 @@ class ChaosKafkaSqsTest {
     try {
       int port = server.waitUntilStarted().localAddress().getPort();
       Path runDirectory = dir.resolve("run");
-      Run run = ChaosBrokerTest.chaos("--broker", "sqs", "--broker-uri",
-          "http://127.0.0.1:" + port, "--duration", "12s", "--workers", "2", "--lease", "1s",
-          "--kill-every", "1s-2s", "--freeze-every", "2s-4s", "--term-every", "2s-4s",
-          "--poison", "0.03", "--batch", "10", "--dir", runDirectory.toString());
+      Run run = ChaosBrokerTest.chaos(args("sqs", "http://127.0.0.1:" + port, runDirectory,
+          "--duration", "12s", "--workers", "2", "--lease", "1s", "--kill-every", "1s-2s",
+          "--freeze-every", "2s-4s", "--term-every", "2s-4s", "--poison", "0.05",
+          "--batch", "10"));
 
+      System.out.println(run.out() + run.err());
       Figures f = ChaosBrokerTest.assertHeld(run, runDirectory);
       assertThat(run.out()).contains("consuming from SQS", "Once held on SQS");
       assertThat(f.poisonDeadLettered()).isEqualTo(f.poison());
