@@ -2,15 +2,12 @@ package dev.once.architecture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import javax.xml.parsers.DocumentBuilderFactory;
 import org.junit.jupiter.api.Test;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
-import org.w3c.dom.Node;
 import org.w3c.dom.NodeList;
 
 /**
@@ -21,26 +18,14 @@ import org.w3c.dom.NodeList;
  */
 class BomAgreesWithTheBuildTest {
 
-  private static final Path ROOT = root();
-
-  /** The project root: the nearest folder above with bom/pom.xml. */
-  static Path root() {
-    Path dir = Path.of("").toAbsolutePath();
-    while (dir != null && !Files.exists(dir.resolve("bom/pom.xml"))) {
-      dir = dir.getParent();
-    }
-    if (dir == null) {
-      throw new IllegalStateException("the project root (with bom/pom.xml) was not found");
-    }
-    return dir;
-  }
+  private static final Path ROOT = Poms.root();
 
   @Test
   void everyVersionTheBomSharesWithTheBuildIsTheSame() throws Exception {
-    Document parent = read(ROOT.resolve("pom.xml"));
-    Document bom = read(ROOT.resolve("bom/pom.xml"));
-    Map<String, String> parentProperties = properties(parent);
-    Map<String, String> bomProperties = properties(bom);
+    Document parent = Poms.read(ROOT.resolve("pom.xml"));
+    Document bom = Poms.read(ROOT.resolve("bom/pom.xml"));
+    Map<String, String> parentProperties = Poms.properties(parent);
+    Map<String, String> bomProperties = Poms.properties(bom);
 
     bomProperties.forEach((name, value) -> {
       if (parentProperties.containsKey(name)) {
@@ -60,26 +45,7 @@ class BomAgreesWithTheBuildTest {
         parentManaged.get("software.amazon.awssdk:sqs"));
   }
 
-  private static Document read(Path pom) throws Exception {
-    return DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(pom.toFile());
-  }
 
-  private static Map<String, String> properties(Document pom) {
-    Map<String, String> out = new LinkedHashMap<>();
-    NodeList props = pom.getDocumentElement().getElementsByTagName("properties");
-    for (int i = 0; i < props.getLength(); i++) {
-      if (props.item(i).getParentNode() != pom.getDocumentElement()) {
-        continue;
-      }
-      NodeList children = props.item(i).getChildNodes();
-      for (int j = 0; j < children.getLength(); j++) {
-        if (children.item(j) instanceof Element e) {
-          out.put(e.getTagName(), e.getTextContent().trim());
-        }
-      }
-    }
-    return out;
-  }
 
   /** groupId:artifactId → version (properties resolved) of dependencyManagement's entries. */
   private static Map<String, String> managed(Document pom, Map<String, String> properties) {
@@ -89,8 +55,8 @@ class BomAgreesWithTheBuildTest {
       NodeList deps = ((Element) managements.item(m)).getElementsByTagName("dependency");
       for (int i = 0; i < deps.getLength(); i++) {
         Element d = (Element) deps.item(i);
-        String artifact = text(d, "groupId") + ":" + text(d, "artifactId");
-        String version = text(d, "version");
+        String artifact = Poms.text(d, "groupId") + ":" + Poms.text(d, "artifactId");
+        String version = Poms.text(d, "version");
         if (version.startsWith("${") && version.endsWith("}")) {
           version = properties.getOrDefault(version.substring(2, version.length() - 1), version);
         }
@@ -100,14 +66,4 @@ class BomAgreesWithTheBuildTest {
     return out;
   }
 
-  private static String text(Element parent, String tag) {
-    NodeList nodes = parent.getElementsByTagName(tag);
-    for (int i = 0; i < nodes.getLength(); i++) {
-      Node n = nodes.item(i);
-      if (n.getParentNode() == parent) {
-        return n.getTextContent().trim();
-      }
-    }
-    return "";
-  }
 }

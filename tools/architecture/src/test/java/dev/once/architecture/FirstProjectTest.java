@@ -10,11 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import javax.xml.parsers.DocumentBuilderFactory;
 import org.junit.jupiter.api.Test;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
-import org.w3c.dom.Node;
 import org.w3c.dom.NodeList;
 
 /**
@@ -26,14 +24,14 @@ import org.w3c.dom.NodeList;
  */
 class FirstProjectTest {
 
-  private static final Path ROOT = BomAgreesWithTheBuildTest.root();
+  private static final Path ROOT = Poms.root();
 
   @Test
   void thePomAndTheGradleBuildAskForWhatThisBuildIsTestedWith() throws Exception {
-    Document parent = read(ROOT.resolve("pom.xml"));
-    Map<String, String> properties = properties(parent);
-    String onceVersion = text(parent.getDocumentElement(), "version");
-    Map<String, String> pom = pomDependencies(read(ROOT.resolve("docs/first-project/pom.xml")));
+    Document parent = Poms.read(ROOT.resolve("pom.xml"));
+    Map<String, String> properties = Poms.properties(parent);
+    String onceVersion = Poms.text(parent.getDocumentElement(), "version");
+    Map<String, String> pom = pomDependencies(Poms.read(ROOT.resolve("docs/first-project/pom.xml")));
     Map<String, String> gradle = gradleDependencies(
         Files.readString(ROOT.resolve("docs/first-project/build.gradle.kts")));
 
@@ -65,7 +63,7 @@ class FirstProjectTest {
 
   /** The Spring Boot version the starter's example is built with. */
   private static String springBootVersion() throws Exception {
-    return properties(read(ROOT.resolve("examples/spring-payments/pom.xml")))
+    return Poms.properties(Poms.read(ROOT.resolve("examples/spring-payments/pom.xml")))
         .get("spring-boot.version");
   }
 
@@ -74,8 +72,8 @@ class FirstProjectTest {
       List<String> modules = new ArrayList<>();
       try (var poms = Files.walk(ROOT, 3)) {
         for (Path pom : poms.filter(p -> p.getFileName().toString().equals("pom.xml")).toList()) {
-          Document d = read(pom);
-          modules.add(text(d.getDocumentElement(), "artifactId"));
+          Document d = Poms.read(pom);
+          modules.add(Poms.text(d.getDocumentElement(), "artifactId"));
         }
       }
       return modules;
@@ -89,8 +87,8 @@ class FirstProjectTest {
     NodeList deps = pom.getElementsByTagName("dependency");
     for (int i = 0; i < deps.getLength(); i++) {
       Element d = (Element) deps.item(i);
-      String version = text(d, "version");
-      out.put(text(d, "groupId") + ":" + text(d, "artifactId"), version.isEmpty() ? null : version);
+      String version = Poms.text(d, "version");
+      out.put(Poms.text(d, "groupId") + ":" + Poms.text(d, "artifactId"), version.isEmpty() ? null : version);
     }
     return out;
   }
@@ -112,32 +110,6 @@ class FirstProjectTest {
     return out;
   }
 
-  private static Document read(Path pom) throws Exception {
-    return DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(pom.toFile());
-  }
 
-  private static Map<String, String> properties(Document pom) {
-    Map<String, String> out = new LinkedHashMap<>();
-    NodeList props = pom.getElementsByTagName("properties");
-    for (int i = 0; i < props.getLength(); i++) {
-      NodeList children = props.item(i).getChildNodes();
-      for (int j = 0; j < children.getLength(); j++) {
-        if (children.item(j) instanceof Element e) {
-          out.put(e.getTagName(), e.getTextContent().trim());
-        }
-      }
-    }
-    return out;
-  }
 
-  private static String text(Element parent, String tag) {
-    NodeList nodes = parent.getElementsByTagName(tag);
-    for (int i = 0; i < nodes.getLength(); i++) {
-      Node n = nodes.item(i);
-      if (n.getParentNode() == parent) {
-        return n.getTextContent().trim();
-      }
-    }
-    return "";
-  }
 }
