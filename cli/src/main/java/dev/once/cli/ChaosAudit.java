@@ -1,7 +1,13 @@
 package dev.once.cli;
 
-import dev.once.IdempotencyKey;
+import static dev.once.cli.ChaosAuditTable.check;
+import static dev.once.cli.ChaosAuditTable.count;
+import static dev.once.cli.ChaosAuditTable.find;
+import static dev.once.cli.ChaosAuditTable.perEvent;
+import static dev.once.cli.ChaosAuditTable.row;
+
 import dev.once.StoreUnavailableException;
+import dev.once.cli.ChaosAuditTable.Row;
 import dev.once.cli.ChaosQueue.Answer;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
@@ -21,7 +27,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import javax.sql.DataSource;
 
@@ -260,47 +265,12 @@ final class ChaosAudit {
     return v;
   }
 
-  private static Map<String, Integer> perEvent(Connection c, String table) throws SQLException {
-    Map<String, Integer> counts = new HashMap<>();
-    try (Statement s = c.createStatement();
-         ResultSet rs = s.executeQuery("SELECT event, COUNT(*) FROM " + table
-             + " GROUP BY event")) {
-      while (rs.next()) {
-        counts.put(rs.getString(1), rs.getInt(2));
-      }
-    }
-    return counts;
-  }
-
-  /** The record of {@code key}; a store error is tried again a few times. */
-  private static IdempotencyRecord find(IdempotencyStore store, IdempotencyKey key) {
-    for (int attempt = 1; ; attempt++) {
-      try {
-        Optional<IdempotencyRecord> record = store.find(key);
-        return record.orElse(null);
-      } catch (StoreUnavailableException e) {
-        if (attempt == 5) {
-          throw e;
-        }
-        try {
-          Thread.sleep(200L * attempt);
-        } catch (InterruptedException interrupted) {
-          Thread.currentThread().interrupt();
-          throw e;
-        }
-      }
-    }
-  }
-
-  /** One line of the table. {@code check} is empty when the figure has no rule. */
-  record Row(String label, String value, String rule, String check) {}
-
   static List<Row> rows(Figures f, boolean sabotage) {
     List<Row> rows = new ArrayList<>();
-    rows.add(new Row("events", count(f.events()), "", ""));
+    rows.add(row("events", count(f.events())));
     rows.add(new Row("duplicates produced (same event enqueued twice)", count(f.duplicates()),
         "", ""));
-    rows.add(new Row("deliveries (incl. redeliveries)", count(f.deliveries()), "", ""));
+    rows.add(row("deliveries (incl. redeliveries)", count(f.deliveries())));
     rows.add(new Row("  work ran / outcome replayed", f.answer(Answer.RAN) + " / "
         + f.answer(Answer.REPLAYED), "", ""));
     rows.add(new Row("  in progress elsewhere (made visible again)",
@@ -316,8 +286,8 @@ final class ChaosAudit {
       rows.add(new Row("  queue or downstream file busy", count(f.answer(Answer.HARNESS_ERROR)),
           "", ""));
     }
-    rows.add(new Row("takeovers (lease passed, token+1)", count(f.takeovers()), "", ""));
-    rows.add(new Row("work re-runs (store: attempts - 1)", count(f.reruns()), "", ""));
+    rows.add(row("takeovers (lease passed, token+1)", count(f.takeovers())));
+    rows.add(row("work re-runs (store: attempts - 1)", count(f.reruns())));
     rows.add(new Row("effects with dedupe (" + (sabotage ? "SABOTAGED key" : "Attempt.key()")
         + ")", count(f.dedupEffects()), "1 per event",
         check(f.dedupDoubled() + f.dedupMissing() == 0,
@@ -338,12 +308,12 @@ final class ChaosAudit {
     rows.add(new Row("unexpected errors", count(f.answer(Answer.ERROR)), "0",
         check(f.answer(Answer.ERROR) == 0, "")));
     Faults x = f.faults();
-    rows.add(new Row("workers killed (kill -9)", count(x.kills()), "", ""));
-    rows.add(new Row("workers frozen past their lease (SIGSTOP)", count(x.freezes()), "", ""));
-    rows.add(new Row("store restarts (kill -9, start again)", count(x.restarts()), "", ""));
+    rows.add(row("workers killed (kill -9)", count(x.kills())));
+    rows.add(row("workers frozen past their lease (SIGSTOP)", count(x.freezes())));
+    rows.add(row("store restarts (kill -9, start again)", count(x.restarts())));
     rows.add(new Row("proxy: connections cut / chunks delayed",
         x.proxyCuts() + " / " + x.proxyDelays(), "", ""));
-    rows.add(new Row("worker processes started", count(x.workersStarted()), "", ""));
+    rows.add(row("worker processes started", count(x.workersStarted())));
     rows.add(new Row("throughput (deliveries/s under faults)",
         String.format(Locale.ROOT, "%.1f", f.throughput()), "", ""));
     rows.add(new Row("faults / drain (s)", String.format(Locale.ROOT, "%.1f / %.1f",
@@ -351,33 +321,8 @@ final class ChaosAudit {
     return rows;
   }
 
-  private static String check(boolean ok, String detail) {
-    return ok ? "ok" : "VIOLATION" + (detail.isEmpty() ? "" : ": " + detail);
-  }
-
-  private static String count(long n) {
-    return Long.toString(n);
-  }
-
   static void print(PrintWriter out, Figures f, boolean sabotage) {
-    print(out, rows(f, sabotage));
-  }
-
-  /** Prints {@code rows} as the audit's table. */
-  static void print(PrintWriter out, List<Row> rows) {
-    int label = rows.stream().mapToInt(r -> r.label().length()).max().orElse(0);
-    int value = Math.max(8, rows.stream().mapToInt(r -> r.value().length()).max().orElse(0));
-    int rule = rows.stream().mapToInt(r -> r.rule().length()).max().orElse(0);
-    String format = "%-" + label + "s  %" + value + "s  %-" + rule + "s  %s%n";
-    line(out, format, "", "figure", "must be", "");
-    line(out, format, "-".repeat(label), "-".repeat(value), "-".repeat(rule), "");
-    for (Row r : rows) {
-      line(out, format, r.label(), r.value(), r.rule(), r.check());
-    }
-  }
-
-  private static void line(PrintWriter out, String format, String... columns) {
-    out.println(String.format(Locale.ROOT, format, (Object[]) columns).stripTrailing());
+    ChaosAuditTable.print(out, rows(f, sabotage));
   }
 
   static Json.Obj json(Figures f) {

@@ -1,23 +1,25 @@
 package dev.once.cli;
 
-import dev.once.IdempotencyKey;
-import dev.once.StoreUnavailableException;
+import static dev.once.cli.ChaosAuditTable.check;
+import static dev.once.cli.ChaosAuditTable.count;
+import static dev.once.cli.ChaosAuditTable.find;
+import static dev.once.cli.ChaosAuditTable.perEvent;
+import static dev.once.cli.ChaosAuditTable.row;
+
+import dev.once.cli.ChaosAuditTable.Row;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import java.io.PrintWriter;
-import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 
 /**
  * The audit at the end of a {@code once chaos --broker} run, from what the run left behind and
@@ -209,18 +211,6 @@ final class ChaosBrokerAudit {
     return v;
   }
 
-  private static Map<String, Integer> perEvent(Connection c, String table) throws SQLException {
-    Map<String, Integer> counts = new HashMap<>();
-    try (Statement s = c.createStatement();
-         ResultSet rs = s.executeQuery("SELECT event, COUNT(*) FROM " + table
-             + " GROUP BY event")) {
-      while (rs.next()) {
-        counts.put(rs.getString(1), rs.getInt(2));
-      }
-    }
-    return counts;
-  }
-
   /** How many distinct events made their deduplicated effect so far (for the drain). */
   static long handled(ChaosDownstream downstream) throws SQLException {
     try (Statement s = downstream.connection().createStatement();
@@ -230,53 +220,33 @@ final class ChaosBrokerAudit {
     }
   }
 
-  /** The record of {@code key}; a store error is tried again a few times. */
-  private static IdempotencyRecord find(IdempotencyStore store, IdempotencyKey key) {
-    for (int attempt = 1; ; attempt++) {
-      try {
-        Optional<IdempotencyRecord> record = store.find(key);
-        return record.orElse(null);
-      } catch (StoreUnavailableException e) {
-        if (attempt == 5) {
-          throw e;
-        }
-        try {
-          Thread.sleep(200L * attempt);
-        } catch (InterruptedException interrupted) {
-          Thread.currentThread().interrupt();
-          throw e;
-        }
-      }
-    }
-  }
-
-  static List<ChaosAudit.Row> rows(Figures f, boolean sabotage) {
-    List<ChaosAudit.Row> rows = new ArrayList<>();
+  static List<Row> rows(Figures f, boolean sabotage) {
+    List<Row> rows = new ArrayList<>();
     rows.add(row("events (poison among them)", f.events() + " (" + f.poison() + ")"));
     rows.add(row("messages published (duplicates: same event twice)",
         f.messages() + " (" + f.duplicates() + ")"));
-    rows.add(new ChaosAudit.Row("effects with dedupe (" + (sabotage ? "SABOTAGED key"
+    rows.add(new Row("effects with dedupe (" + (sabotage ? "SABOTAGED key"
         : "Attempt.key()") + ")", count(f.dedupEffects()), "1 per event",
         check(f.dedupDoubled() + f.dedupMissing() == 0,
             f.dedupDoubled() + " doubled, " + f.dedupMissing() + " missing")));
-    rows.add(new ChaosAudit.Row("effects without dedupe (a plain log)", count(f.rawEffects()),
+    rows.add(new Row("effects without dedupe (a plain log)", count(f.rawEffects()),
         "doubles expected", f.rawRepeated() + " events ran twice+"));
     rows.add(row("claims taken again (store: attempts - 1)", count(f.reruns())));
-    rows.add(new ChaosAudit.Row("poison events dead-lettered", count(f.poisonDeadLettered()),
+    rows.add(new Row("poison events dead-lettered", count(f.poisonDeadLettered()),
         "1 per poison", check(f.poisonNotDeadLettered() + f.wrongLetters()
             + f.poisonNotFailed() + f.poisonWithEffects() == 0,
             f.poisonNotDeadLettered() + " missing, " + f.wrongLetters() + " not poison, "
                 + f.poisonNotFailed() + " failure not stored")));
-    rows.add(new ChaosAudit.Row("  dead letters read back", count(f.deadLetters()), "",
+    rows.add(new Row("  dead letters read back", count(f.deadLetters()), "",
         f.lettersRepeated() == 0 ? "" : f.lettersRepeated() + " repeated (at-least-once)"));
-    rows.add(new ChaosAudit.Row("lost events", count(f.lost()), "0", check(f.lost() == 0, "")));
-    rows.add(new ChaosAudit.Row(f.countsUnacknowledged()
+    rows.add(new Row("lost events", count(f.lost()), "0", check(f.lost() == 0, "")));
+    rows.add(new Row(f.countsUnacknowledged()
         ? "left unacknowledged on the broker" : "left in the queue after the workers stopped",
         count(f.unsettled()), "0", check(f.unsettled() == 0, "")));
     Faults x = f.faults();
     rows.add(row("workers killed (kill -9)", count(x.kills())));
     rows.add(row("workers frozen past their lease (SIGSTOP)", count(x.freezes())));
-    rows.add(new ChaosAudit.Row("workers stopped by SIGTERM (graceful, mid-batch)",
+    rows.add(new Row("workers stopped by SIGTERM (graceful, mid-batch)",
         count(x.terms()), "", x.termTimeouts() == 0 ? ""
             : "VIOLATION: " + x.termTimeouts() + " did not stop"));
     if (x.restarts() > 0) {
@@ -286,7 +256,7 @@ final class ChaosBrokerAudit {
       rows.add(row("proxy: connections cut / chunks delayed",
           x.proxyCuts() + " / " + x.proxyDelays()));
     }
-    rows.add(new ChaosAudit.Row("worker processes started", count(x.workersStarted()), "",
+    rows.add(new Row("worker processes started", count(x.workersStarted()), "",
         x.workersExited() == 0 ? "" : "VIOLATION: " + x.workersExited() + " exited by themselves"));
     rows.add(row("throughput (events handled/s under faults)",
         String.format(Locale.ROOT, "%.1f", f.throughput())));
@@ -295,20 +265,8 @@ final class ChaosBrokerAudit {
     return rows;
   }
 
-  private static ChaosAudit.Row row(String label, String value) {
-    return new ChaosAudit.Row(label, value, "", "");
-  }
-
-  private static String check(boolean ok, String detail) {
-    return ok ? "ok" : "VIOLATION" + (detail.isEmpty() ? "" : ": " + detail);
-  }
-
-  private static String count(long n) {
-    return Long.toString(n);
-  }
-
   static void print(PrintWriter out, Figures f, boolean sabotage) {
-    ChaosAudit.print(out, rows(f, sabotage));
+    ChaosAuditTable.print(out, rows(f, sabotage));
   }
 
   static Json.Obj json(Figures f) {

@@ -1,8 +1,6 @@
 package dev.once.cli;
 
 import dev.once.StoreUnavailableException;
-import dev.once.cli.StoreUris.Kind;
-import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
 import java.io.PrintWriter;
 import java.sql.SQLException;
@@ -28,8 +26,6 @@ import java.util.Random;
  */
 final class ChaosBrokerRun {
 
-  private static final long TICK_MILLIS = 20;
-  private static final long STATUS_MILLIS = 30_000;
   /** How often the coordinator asks the broker how many messages wait. */
   private static final long COUNT_MILLIS = 250;
   /**
@@ -64,34 +60,9 @@ final class ChaosBrokerRun {
     r.broker = broker;
     broker.connect();
 
-    StoreUri uri = plan.uri();
-    if (plan.privateKind() != null) {
-      r.privateStore = ChaosPrivateStore.start(plan.privateKind(), r.directory);
-      uri = StoreUris.parse(r.privateStore.uri());
-    } else if (uri == null) {
-      uri = StoreUris.parse("sqlite:" + r.directory.resolve("store.db"));
-    }
-    r.uri = uri;
-    r.table = c.table;
-    String description;
-    try (OpenStore opened = StoreUris.open(uri, 2, c.table)) {
-      opened.createSchema();
-      description = r.privateStore != null ? r.privateStore.describe() : opened.describe();
-    } catch (StoreUnavailableException e) {
-      throw new CommandFailure(CommandFailure.CANNOT_RUN,
-          StoreUris.cannotOpenMessage(uri, StoreUris.causeMessage(e)));
-    }
-    String workerUri = uri.kind() == Kind.SQLITE ? "sqlite:" + uri.file() : c.storeText(r);
-    if (c.proxy) {
-      ChaosProxy.Route route;
-      try {
-        route = ChaosProxy.route(workerUri, uri.display());
-      } catch (IllegalArgumentException e) {
-        throw new CommandFailure(CommandFailure.CANNOT_RUN, e.getMessage());
-      }
-      r.proxy = ChaosProxy.start(route.host(), route.port());
-      workerUri = route.through(r.proxy.port());
-    }
+    StoreUri uri = c.storeUnderTest(plan, r);
+    String description = c.setUpStore(uri, r, opened -> { });
+    String workerUri = c.workerStoreUri(uri, r);
     try {
       broker.create();
     } catch (Exception e) {
@@ -101,21 +72,10 @@ final class ChaosBrokerRun {
     r.deleteTopology = !c.keep;
     r.downstream = ChaosDownstream.open(r.directory);
 
-    long retention = plan.duration().plus(plan.drain()).plus(Duration.ofHours(1)).toMillis();
-    long deadline = System.currentTimeMillis() + ChaosCommand.START_MILLIS
-        + plan.duration().toMillis() + plan.drain().toMillis() + 60_000;
-    List<String> command = new ArrayList<>(List.of(ChaosCommand.javaBinary(),
-        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-Xss512k",
-        "-cp", ChaosCommand.workerClassPath(r.directory), ChaosBrokerWorker.class.getName(),
-        "--run-dir", r.directory.toString(), "--run", runId,
-        "--broker", b.kind().option(), "--name", name, "--region", b.region(),
-        "--batch", Integer.toString(b.batch()), "--partitions", Integer.toString(partitions),
-        "--ack-wait-ms", Long.toString(ackWait.toMillis()),
-        "--lease-ms", Long.toString(plan.lease().toMillis()),
-        "--work-ms", Long.toString(plan.work().toMillis()),
-        "--retention-ms", Long.toString(retention),
-        "--coordinator", Long.toString(ProcessHandle.current().pid()),
-        "--deadline", Long.toString(deadline)));
+    List<String> command = ChaosCommand.workerCommand(plan, r, ChaosBrokerWorker.class, runId,
+        List.of("--broker", b.kind().option(), "--name", name, "--region", b.region(),
+            "--batch", Integer.toString(b.batch()), "--partitions", Integer.toString(partitions),
+            "--ack-wait-ms", Long.toString(ackWait.toMillis())));
     if (c.sabotage) {
       command.add("--sabotage");
     }
@@ -130,93 +90,20 @@ final class ChaosBrokerRun {
     Producer producer = new Producer(broker, random);
     producer.topUp(System.currentTimeMillis());
     r.workers.startAll();
-    awaitFirstEffect(producer);
+    ChaosFaultLoop.awaitFirst(r, c.workers, "handled an event",
+        () -> ChaosBrokerAudit.handled(r.downstream) > 0, producer::topUp);
 
-    // Faults.
-    long start = System.currentTimeMillis();
-    long end = start + plan.duration().toMillis();
-    long kills = 0;
-    long freezes = 0;
-    long terms = 0;
-    ChaosCommand.Restarter restarter = new ChaosCommand.Restarter(r.privateStore);
-    long nextKill = next(start, plan.kill(), random);
-    long nextFreeze = next(start, plan.freeze(), random);
-    long nextTerm = next(start, b.term(), random);
-    long nextRestart = next(start, plan.restart(), random);
-    long nextCut = next(start, plan.cut(), random);
-    long nextStatus = start + STATUS_MILLIS;
-    int frozen = -1;
-    long thawAt = 0;
-    try (Progress progress = c.json ? null : Progress.start("chaos",
-        plan.duration().toSeconds(), () -> (System.currentTimeMillis() - start) / 1000)) {
-      for (long now = start; now < end; now = System.currentTimeMillis()) {
-        producer.topUp(now);
-        if (now >= nextKill) {
-          int slot = r.workers.pickWorking(random);
-          if (slot >= 0) {
-            r.workers.kill(slot);
-            kills++;
-          }
-          nextKill = now + plan.kill().next(random).toMillis();
-        }
-        if (frozen >= 0 && now >= thawAt) {
-          r.workers.thaw(frozen);
-          frozen = -1;
-          nextFreeze = now + plan.freeze().next(random).toMillis();
-        }
-        if (frozen < 0 && now >= nextFreeze) {
-          int slot = r.workers.pickWorking(random);
-          if (slot >= 0) {
-            r.workers.freeze(slot);
-            frozen = slot;
-            thawAt = now + plan.freezeFor().toMillis();
-            freezes++;
-          } else {
-            nextFreeze = now + 500;
-          }
-        }
-        if (now >= nextTerm) {
-          int slot = r.workers.pickWorking(random);
-          if (slot >= 0) {
-            r.workers.terminate(slot);
-            terms++;
-            nextTerm = now + b.term().next(random).toMillis();
-          } else {
-            nextTerm = now + 500;
-          }
-        }
-        if (now >= nextRestart && restarter.idle()) {
-          restarter.restart(200 + random.nextInt(800));
-          nextRestart = now + plan.restart().next(random).toMillis();
-        }
-        if (now >= nextCut) {
-          r.proxy.cutOne(random);
-          nextCut = now + plan.cut().next(random).toMillis();
-        }
-        r.workers.replaceExited();
-        if (r.workers.exitedByThemselves() > 10L * c.workers) {
-          throw new CommandFailure(1, "worker processes keep exiting by themselves; see "
-              + r.directory.resolve(ChaosWorkers.LOG));
-        }
-        if (!c.json && now >= nextStatus) {
-          nextStatus += STATUS_MILLIS;
-          out.printf(Locale.ROOT, "  %3ds: %d events handled, %d kills, %d freezes, %d SIGTERMs, "
-                  + "%d store restarts, %d messages waiting%n", (now - start) / 1000,
-              ChaosBrokerAudit.handled(r.downstream), kills, freezes, terms,
-              restarter.restarts(), producer.lastWaiting);
-          out.flush();
-        }
-        Thread.sleep(TICK_MILLIS);
-      }
-    }
-    restarter.finish();
-    long faultEnd = System.currentTimeMillis();
+    ChaosFaultLoop faults = new ChaosFaultLoop(plan, b.term(), r, c.workers, c.json, out,
+        random);
+    faults.run(producer::topUp, (seconds, f) -> String.format(Locale.ROOT,
+        "  %3ds: %d events handled, %d kills, %d freezes, %d SIGTERMs, %d store restarts, "
+            + "%d messages waiting", seconds, ChaosBrokerAudit.handled(r.downstream), f.kills(),
+        f.freezes(), f.terms(), f.restarts(), producer.lastWaiting));
+    long start = faults.start();
+    long faultEnd = faults.end();
 
     // Drain, without faults: every event handled or dead-lettered, the broker settled.
-    if (r.proxy != null) {
-      r.proxy.calm();
-    }
-    r.workers.thawAll();
+    faults.calm();
     producer.flushDuplicates();
     long drainDeadline = faultEnd + plan.drain().toMillis();
     long settle = broker.countsUnacknowledged() ? 500 : SETTLE_MILLIS;
@@ -239,9 +126,10 @@ final class ChaosBrokerRun {
     r.workers.stop();
     long unsettled = settled(broker);
 
-    ChaosBrokerAudit.Faults faults = new ChaosBrokerAudit.Faults(kills, freezes, terms,
-        r.workers.termTimeouts(), restarter.restarts(), r.proxy == null ? 0 : r.proxy.cuts(),
-        r.proxy == null ? 0 : r.proxy.delays(), r.workers.started(),
+    ChaosBrokerAudit.Faults counted = new ChaosBrokerAudit.Faults(faults.kills(),
+        faults.freezes(), faults.terms(), r.workers.termTimeouts(), faults.restarts(),
+        r.proxy == null ? 0 : r.proxy.cuts(), r.proxy == null ? 0 : r.proxy.delays(),
+        r.workers.started(),
         r.workers.exitedByThemselves(), (faultEnd - start) / 1000.0,
         (drainEnd - faultEnd) / 1000.0, start, faultEnd);
     Map<String, Integer> letters;
@@ -255,7 +143,7 @@ final class ChaosBrokerRun {
     try {
       r.opened = c.reopen(uri);
       result = ChaosBrokerAudit.audit(runId, producer.published(), r.downstream, letters,
-          r.opened.store(), unsettled, broker.countsUnacknowledged(), faults);
+          r.opened.store(), unsettled, broker.countsUnacknowledged(), counted);
     } catch (StoreUnavailableException | SQLException e) {
       throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot audit the run: "
           + StoreUris.causeMessage(e));
@@ -266,10 +154,6 @@ final class ChaosBrokerRun {
     }
     report(result, runId, broker);
     return result.held() ? 0 : 1;
-  }
-
-  private static long next(long from, ChaosTime.Range range, Random random) {
-    return range == null ? Long.MAX_VALUE : from + range.next(random).toMillis();
   }
 
   /** A count from the broker; a broker that fails here ends the run (exit code 2). */
@@ -299,25 +183,6 @@ final class ChaosBrokerRun {
       n = brokerCount(broker::unsettled);
     }
     return n;
-  }
-
-  /** Waits until a worker made its first effect (the JVMs start, store and broker reached). */
-  private void awaitFirstEffect(Producer producer) throws Exception {
-    long deadline = System.currentTimeMillis() + ChaosCommand.START_MILLIS;
-    while (ChaosBrokerAudit.handled(r.downstream) == 0) {
-      if (System.currentTimeMillis() > deadline) {
-        throw new CommandFailure(CommandFailure.CANNOT_RUN, "no worker handled an event within "
-            + ChaosCommand.START_MILLIS / 1000 + " s; see "
-            + r.directory.resolve(ChaosWorkers.LOG));
-      }
-      r.workers.replaceExited();
-      if (r.workers.exitedByThemselves() > 3L * c.workers) {
-        throw new CommandFailure(CommandFailure.CANNOT_RUN, "worker processes exit at start; "
-            + "see " + r.directory.resolve(ChaosWorkers.LOG));
-      }
-      producer.topUp(System.currentTimeMillis());
-      Thread.sleep(50);
-    }
   }
 
   /**
@@ -428,27 +293,8 @@ final class ChaosBrokerRun {
           case SQS -> "IdempotentSqsConsumer (visibility extended while a batch runs)";
         }, b.batch());
     out.printf(Locale.ROOT, "store: %s%n", description);
-    List<String> faults = new ArrayList<>();
-    if (plan.kill() != null) {
-      faults.add("kill -9 a worker every " + plan.kill());
-    }
-    if (plan.freeze() != null) {
-      faults.add("SIGSTOP a worker for " + ChaosTime.format(plan.freezeFor()) + " every "
-          + plan.freeze());
-    }
-    if (b.term() != null) {
-      faults.add("SIGTERM a worker (graceful stop) every " + b.term());
-    }
-    if (plan.restart() != null) {
-      faults.add("kill -9 the store and restart it every " + plan.restart());
-    }
-    if (r.proxy != null) {
-      faults.add("proxy on 127.0.0.1:" + r.proxy.port() + " cuts a store connection every "
-          + plan.cut() + " and delays " + ChaosProxy.DELAY_PERCENT + "% of chunks by up to "
-          + ChaosProxy.MAX_DELAY_MILLIS + " ms");
-    }
-    out.printf(Locale.ROOT, "faults: %s%n", faults.isEmpty() ? "none" : String.join("; ",
-        faults));
+    out.printf(Locale.ROOT, "faults: %s%n", ChaosFaultLoop.describe(plan, b.term(), r.proxy,
+        "a store connection"));
     out.flush();
   }
 

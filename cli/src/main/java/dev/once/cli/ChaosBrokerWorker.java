@@ -5,18 +5,15 @@ import dev.once.FailurePolicy;
 import dev.once.Once;
 import dev.once.Scheduler;
 import dev.once.cli.StoreUris.OpenStore;
-import dev.once.cli.StoreUris.StoreUri;
 import dev.once.jdbc.JdbcStore;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -43,19 +40,12 @@ import picocli.CommandLine.Option;
     description = "A worker process of once chaos --broker; started by it, not by hand.")
 final class ChaosBrokerWorker implements Callable<Integer> {
 
+  @Mixin
+  ChaosWorkerOptions common = new ChaosWorkerOptions();
+
   /** The environment variable holding the broker URI (it may hold a password). */
   static final String BROKER_ENV = "ONCE_CHAOS_BROKER";
 
-  private static final long CHECK_MILLIS = 250;
-
-  @Option(names = "--run-dir", required = true)
-  Path runDirectory;
-
-  @Option(names = "--run", required = true)
-  String runId;
-
-  @Option(names = "--worker", required = true)
-  int worker;
 
   @Option(names = "--broker", required = true)
   String broker;
@@ -75,26 +65,6 @@ final class ChaosBrokerWorker implements Callable<Integer> {
   @Option(names = "--ack-wait-ms", required = true)
   long ackWaitMillis;
 
-  @Option(names = "--lease-ms", required = true)
-  long leaseMillis;
-
-  @Option(names = "--work-ms", required = true)
-  long workMillis;
-
-  @Option(names = "--retention-ms", required = true)
-  long retentionMillis;
-
-  @Option(names = "--sabotage")
-  boolean sabotage;
-
-  @Option(names = "--coordinator", required = true)
-  long coordinatorPid;
-
-  @Option(names = "--deadline", required = true)
-  long deadlineMillis;
-
-  private long nextCheck;
-  private volatile boolean stopped;
   /** Set by the shutdown hook: the JVM is going down (SIGTERM), the consumer is being stopped. */
   private final AtomicBoolean terminating = new AtomicBoolean();
 
@@ -107,18 +77,11 @@ final class ChaosBrokerWorker implements Callable<Integer> {
     }
   }
 
-  /** Loggers held quiet (JUL keeps its loggers weakly): reconnections and warnings are expected. */
-  private static final java.util.List<java.util.logging.Logger> QUIET = java.util.List.of(
-      java.util.logging.Logger.getLogger("io.lettuce"),
-      java.util.logging.Logger.getLogger("io.netty"),
-      java.util.logging.Logger.getLogger("io.nats"),
-      java.util.logging.Logger.getLogger("com.rabbitmq"),
-      java.util.logging.Logger.getLogger("software.amazon"),
-      java.util.logging.Logger.getLogger("dev.once"));
 
   /** Runs one worker and exits with its code. */
   public static void main(String[] args) {
-    QUIET.forEach(logger -> logger.setLevel(java.util.logging.Level.SEVERE));
+    ChaosWorkerOptions.quiet("io.lettuce", "io.netty", "io.nats", "com.rabbitmq",
+        "software.amazon", "dev.once");
     System.exit(new CommandLine(new ChaosBrokerWorker()).execute(args));
   }
 
@@ -144,21 +107,17 @@ final class ChaosBrokerWorker implements Callable<Integer> {
     }
     String table = System.getenv().getOrDefault(ChaosWorker.TABLE_ENV, JdbcStore.DEFAULT_TABLE);
     ChaosBroker.Target target = new ChaosBroker.Target(ChaosBroker.Kind.parse(broker), brokerUri,
-        region, name, ChaosWorker.scope(runId), batch, Duration.ofMillis(ackWaitMillis),
+        region, name, ChaosWorker.scope(common.runId), batch, Duration.ofMillis(ackWaitMillis),
         partitions);
-    ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "once-chaos-heartbeat");
-      t.setDaemon(true);
-      return t;
-    });
-    try (ChaosDownstream downstream = ChaosDownstream.open(runDirectory)) {
-      OpenStore opened = open(StoreUris.parse(storeText), table);
+    ScheduledExecutorService beats = ChaosWorkerOptions.heartbeats();
+    try (ChaosDownstream downstream = ChaosDownstream.open(common.runDirectory)) {
+      OpenStore opened = common.open(StoreUris.parse(storeText), table);
       if (opened == null) {
         return 0; // stopped before the store could be reached
       }
       try (opened) {
-        Once once = once(opened, Duration.ofMillis(leaseMillis),
-            Duration.ofMillis(retentionMillis), beats);
+        Once once = once(opened, Duration.ofMillis(common.leaseMillis),
+            Duration.ofMillis(common.retentionMillis), beats);
         ChaosBroker.Consumer consumer = start(target, once, (body, attempt) ->
             handle(ChaosBroker.Event.parse(body), attempt, downstream));
         if (consumer == null) {
@@ -169,18 +128,19 @@ final class ChaosBrokerWorker implements Callable<Integer> {
           consumer.close();
         }, "once-chaos-sigterm");
         Runtime.getRuntime().addShutdownHook(hook);
-        while (running()) {
+        while (common.running()) {
           if (terminating.get()) {
             // SIGTERM: the hook stops the consumer, which needs the store and the downstream
             // open until its batch is settled; the JVM halts once the hook is done.
             Thread.sleep(Long.MAX_VALUE);
           }
           if (!consumer.running() && !terminating.get()) {
-            System.err.println("once chaos-broker-worker " + worker + ": the consumer stopped: "
+            System.err.println("once chaos-broker-worker " + common.worker
+                + ": the consumer stopped: "
                 + consumer.failure());
             return 1;
           }
-          pause(50);
+          ChaosWorkerOptions.pause(50);
         }
         consumer.close();
         try {
@@ -205,14 +165,14 @@ final class ChaosBrokerWorker implements Callable<Integer> {
     // worker that wakes past its lease stops here instead of appending.
     attempt.ensureLease();
     synchronized (downstream) {
-      downstream.append(event.id(), worker, attempt.token());
+      downstream.append(event.id(), common.worker, attempt.token());
       // --sabotage: a key that changes with every attempt deduplicates nothing.
-      String key = sabotage ? attempt.key() + "." + attempt.token() : attempt.key();
-      downstream.deduplicated(key, event.id(), worker, attempt.token());
+      String key = common.sabotage ? attempt.key() + "." + attempt.token() : attempt.key();
+      downstream.deduplicated(key, event.id(), common.worker, attempt.token());
     }
     // The rest of the work (a slow reply): the window in which a kill leaves effects made and
     // no outcome stored.
-    pause(ThreadLocalRandom.current().nextLong(2 * workMillis + 1));
+    ChaosWorkerOptions.pause(ThreadLocalRandom.current().nextLong(2 * common.workMillis + 1));
   }
 
   /** The consumer, started again and again while the broker cannot be reached, until stopped. */
@@ -220,53 +180,21 @@ final class ChaosBrokerWorker implements Callable<Integer> {
       ChaosBroker.Handler handler) {
     ChaosBroker b = ChaosBroker.of(target);
     long complained = 0;
-    while (running()) {
+    while (common.running()) {
       try {
         return b.consume(once, handler, name + "-worker-"
-            + System.getenv().getOrDefault(ChaosWorkers.SLOT_ENV, Integer.toString(worker)));
+            + System.getenv().getOrDefault(ChaosWorkers.SLOT_ENV, Integer.toString(common.worker)));
       } catch (Exception e) {
         long now = System.currentTimeMillis();
         if (now - complained > 10_000) {
           complained = now;
-          System.err.println("once chaos-broker-worker " + worker + ": cannot consume yet: "
+          System.err.println("once chaos-broker-worker " + common.worker + ": cannot consume yet: "
               + ChaosBroker.causes(e));
         }
-        pause(500);
+        ChaosWorkerOptions.pause(500);
       }
     }
     return null;
   }
 
-  /** The store, opened again and again while it is down (being restarted), until stopped. */
-  private OpenStore open(StoreUri uri, String table) {
-    while (running()) {
-      try {
-        return StoreUris.open(uri, ChaosWorker.CONNECTIONS, table);
-      } catch (CommandFailure e) {
-        pause(200);
-      }
-    }
-    return null;
-  }
-
-  private boolean running() {
-    long now = System.currentTimeMillis();
-    if (now >= deadlineMillis) {
-      return false;
-    }
-    if (now >= nextCheck) {
-      nextCheck = now + CHECK_MILLIS;
-      stopped = Files.exists(runDirectory.resolve(ChaosWorker.STOP_FILE))
-          || !ProcessHandle.of(coordinatorPid).map(ProcessHandle::isAlive).orElse(false);
-    }
-    return !stopped;
-  }
-
-  private static void pause(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
 }

@@ -70,8 +70,6 @@ final class ChaosCommand implements Callable<Integer> {
   static final int MAX_EVENTS = 1_000_000;
   /** How long the workers may take to finish a first delivery before the run gives up. */
   static final long START_MILLIS = 90_000;
-  private static final long TICK_MILLIS = 20;
-  private static final long STATUS_MILLIS = 30_000;
 
   @Spec
   CommandSpec spec;
@@ -268,57 +266,21 @@ final class ChaosCommand implements Callable<Integer> {
   private int run(Plan plan, Resources r) throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     String runId = runId();
-    StoreUri uri = plan.uri();
-    if (plan.privateKind() != null) {
-      r.privateStore = ChaosPrivateStore.start(plan.privateKind(), r.directory);
-      uri = StoreUris.parse(r.privateStore.uri());
-    } else if (uri == null) {
-      uri = StoreUris.parse("sqlite:" + r.directory.resolve("store.db"));
-    }
-    r.uri = uri;
-    r.table = table;
-    ChaosLedger ledger = null;
-    String description;
-    // Opened to check it and set it up, then closed: the coordinator holds no connection while
-    // the store restarts (and its client has nothing to reconnect and log about).
-    try (OpenStore opened = StoreUris.open(uri, 2, table)) {
-      opened.createSchema();
+    StoreUri uri = storeUnderTest(plan, r);
+    ChaosLedger[] ledgers = {null};
+    String description = setUpStore(uri, r, opened -> {
       if (opened.store() instanceof JdbcStore) {
-        ledger = new ChaosLedger(runId);
-        r.ledger = ledger;
-        ledger.create(opened.dataSource());
+        ledgers[0] = new ChaosLedger(runId);
+        r.ledger = ledgers[0];
+        ledgers[0].create(opened.dataSource());
       }
-      description = r.privateStore != null ? r.privateStore.describe() : opened.describe();
-    } catch (StoreUnavailableException | SQLException e) {
-      throw new CommandFailure(CommandFailure.CANNOT_RUN,
-          StoreUris.cannotOpenMessage(uri, StoreUris.causeMessage(e)));
-    }
-    String workerUri = uri.kind() == Kind.SQLITE ? "sqlite:" + uri.file() : storeText(r);
-    if (proxy) {
-      ChaosProxy.Route route;
-      try {
-        route = ChaosProxy.route(workerUri, uri.display());
-      } catch (IllegalArgumentException e) {
-        throw new CommandFailure(CommandFailure.CANNOT_RUN, e.getMessage());
-      }
-      r.proxy = ChaosProxy.start(route.host(), route.port());
-      workerUri = route.through(r.proxy.port());
-    }
+    });
+    ChaosLedger ledger = ledgers[0];
+    String workerUri = workerStoreUri(uri, r);
     r.queue = ChaosQueue.open(r.directory);
     r.downstream = ChaosDownstream.open(r.directory);
-    long retention = plan.duration().plus(plan.drain()).plus(Duration.ofHours(1)).toMillis();
-    long deadline = System.currentTimeMillis() + START_MILLIS + plan.duration().toMillis()
-        + plan.drain().toMillis() + 60_000;
-    List<String> command = new ArrayList<>(List.of(javaBinary(),
-        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-Xss512k",
-        "-cp", workerClassPath(r.directory), ChaosWorker.class.getName(),
-        "--run-dir", r.directory.toString(), "--run", runId,
-        "--lease-ms", Long.toString(plan.lease().toMillis()),
-        "--visibility-ms", Long.toString(plan.visibilityMillis()),
-        "--work-ms", Long.toString(plan.work().toMillis()),
-        "--retention-ms", Long.toString(retention),
-        "--coordinator", Long.toString(ProcessHandle.current().pid()),
-        "--deadline", Long.toString(deadline)));
+    List<String> command = workerCommand(plan, r, ChaosWorker.class, runId,
+        List.of("--visibility-ms", Long.toString(plan.visibilityMillis())));
     if (ledger != null) {
       command.add("--ledger");
     }
@@ -335,82 +297,19 @@ final class ChaosCommand implements Callable<Integer> {
     Producer producer = new Producer(r.queue, random, plan);
     producer.topUp();
     r.workers.startAll();
-    awaitFirstDelivery(r, producer);
+    ChaosFaultLoop.awaitFirst(r, workers, "finished a delivery", () -> r.queue.finished() > 0,
+        now -> producer.topUp());
 
-    // Faults.
-    long start = System.currentTimeMillis();
-    long end = start + plan.duration().toMillis();
-    long kills = 0;
-    long freezes = 0;
-    Restarter restarter = new Restarter(r.privateStore);
-    long nextKill = plan.kill() == null ? Long.MAX_VALUE : start + plan.kill().next(random).toMillis();
-    long nextFreeze = plan.freeze() == null ? Long.MAX_VALUE
-        : start + plan.freeze().next(random).toMillis();
-    long nextRestart = plan.restart() == null ? Long.MAX_VALUE
-        : start + plan.restart().next(random).toMillis();
-    long nextCut = plan.cut() == null ? Long.MAX_VALUE : start + plan.cut().next(random).toMillis();
-    long nextStatus = start + STATUS_MILLIS;
-    int frozen = -1;
-    long thawAt = 0;
-    try (Progress progress = json ? null : Progress.start("chaos",
-        plan.duration().toSeconds(), () -> (System.currentTimeMillis() - start) / 1000)) {
-      for (long now = start; now < end; now = System.currentTimeMillis()) {
-        producer.topUp();
-        if (now >= nextKill) {
-          int slot = r.workers.pickWorking(random);
-          if (slot >= 0) {
-            r.workers.kill(slot);
-            kills++;
-          }
-          nextKill = now + plan.kill().next(random).toMillis();
-        }
-        if (frozen >= 0 && now >= thawAt) {
-          r.workers.thaw(frozen);
-          frozen = -1;
-          nextFreeze = now + plan.freeze().next(random).toMillis();
-        }
-        if (frozen < 0 && now >= nextFreeze) {
-          int slot = r.workers.pickWorking(random);
-          if (slot >= 0) {
-            r.workers.freeze(slot);
-            frozen = slot;
-            thawAt = now + plan.freezeFor().toMillis();
-            freezes++;
-          } else {
-            nextFreeze = now + 500;
-          }
-        }
-        if (now >= nextRestart && restarter.idle()) {
-          restarter.restart(200 + random.nextInt(800));
-          nextRestart = now + plan.restart().next(random).toMillis();
-        }
-        if (now >= nextCut) {
-          r.proxy.cutOne(random);
-          nextCut = now + plan.cut().next(random).toMillis();
-        }
-        r.workers.replaceExited();
-        if (r.workers.exitedByThemselves() > 10L * workers) {
-          throw new CommandFailure(1, "worker processes keep exiting by themselves; see "
-              + r.directory.resolve(ChaosWorkers.LOG));
-        }
-        if (!json && now >= nextStatus) {
-          nextStatus += STATUS_MILLIS;
-          out.printf(Locale.ROOT, "  %3ds: %d deliveries finished, %d kills, %d freezes, "
-                  + "%d store restarts, %d waiting in the queue%n", (now - start) / 1000,
-              r.queue.finished(), kills, freezes, restarter.restarts(), r.queue.pending());
-          out.flush();
-        }
-        Thread.sleep(TICK_MILLIS);
-      }
-    }
-    restarter.finish();
-    long faultEnd = System.currentTimeMillis();
+    ChaosFaultLoop faults = new ChaosFaultLoop(plan, null, r, workers, json, out, random);
+    faults.run(now -> producer.topUp(), (seconds, f) -> String.format(Locale.ROOT,
+        "  %3ds: %d deliveries finished, %d kills, %d freezes, %d store restarts, "
+            + "%d waiting in the queue", seconds, r.queue.finished(), f.kills(), f.freezes(),
+        f.restarts(), r.queue.pending()));
+    long start = faults.start();
+    long faultEnd = faults.end();
 
     // Drain, without faults.
-    if (r.proxy != null) {
-      r.proxy.calm();
-    }
-    r.workers.thawAll();
+    faults.calm();
     long drainDeadline = faultEnd + plan.drain().toMillis();
     long pending = r.queue.pending();
     while (pending > 0 && System.currentTimeMillis() < drainDeadline) {
@@ -421,15 +320,16 @@ final class ChaosCommand implements Callable<Integer> {
     long drainEnd = System.currentTimeMillis();
     r.workers.stop();
 
-    ChaosAudit.Faults faults = new ChaosAudit.Faults(kills, freezes, restarter.restarts(),
-        r.proxy == null ? 0 : r.proxy.cuts(), r.proxy == null ? 0 : r.proxy.delays(),
-        r.workers.started(), r.workers.exitedByThemselves(), (faultEnd - start) / 1000.0,
+    ChaosAudit.Faults counted = new ChaosAudit.Faults(faults.kills(), faults.freezes(),
+        faults.restarts(), r.proxy == null ? 0 : r.proxy.cuts(),
+        r.proxy == null ? 0 : r.proxy.delays(), r.workers.started(),
+        r.workers.exitedByThemselves(), (faultEnd - start) / 1000.0,
         (drainEnd - faultEnd) / 1000.0, pending == 0, start, faultEnd);
     ChaosAudit.Result result;
     try {
       r.opened = reopen(uri);
       result = ChaosAudit.audit(runId, r.queue, r.downstream, r.opened.store(), ledger,
-          ledger == null ? null : r.opened.dataSource(), faults);
+          ledger == null ? null : r.opened.dataSource(), counted);
     } catch (StoreUnavailableException | SQLException e) {
       throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot audit the run: "
           + StoreUris.causeMessage(e));
@@ -452,24 +352,8 @@ final class ChaosCommand implements Callable<Integer> {
         : "; debits in " + ledger.accountsTable() + ", " + ledger.debitsTable());
     out.printf(Locale.ROOT, "queue: SQLite (WAL) in %s, visibility timeout %s%n", r.directory,
         ChaosTime.format(Duration.ofMillis(plan.visibilityMillis())));
-    List<String> faults = new ArrayList<>();
-    if (plan.kill() != null) {
-      faults.add("kill -9 a worker every " + plan.kill());
-    }
-    if (plan.freeze() != null) {
-      faults.add("SIGSTOP a worker for " + ChaosTime.format(plan.freezeFor()) + " every "
-          + plan.freeze());
-    }
-    if (plan.restart() != null) {
-      faults.add("kill -9 the store and restart it every " + plan.restart());
-    }
-    if (r.proxy != null) {
-      faults.add("proxy on 127.0.0.1:" + r.proxy.port() + " cuts a connection every "
-          + plan.cut() + " and delays " + ChaosProxy.DELAY_PERCENT + "% of chunks by up to "
-          + ChaosProxy.MAX_DELAY_MILLIS + " ms");
-    }
-    out.printf(Locale.ROOT, "faults: %s%n", faults.isEmpty() ? "none" : String.join("; ",
-        faults));
+    out.printf(Locale.ROOT, "faults: %s%n", ChaosFaultLoop.describe(plan, null, r.proxy,
+        "a connection"));
     out.flush();
   }
 
@@ -507,6 +391,79 @@ final class ChaosCommand implements Callable<Integer> {
       out.printf(Locale.ROOT, "Run directory kept: %s%n", r.directory);
     }
     out.flush();
+  }
+
+  /** The store a run tests: a private one started now, the --store given, or SQLite. */
+  StoreUri storeUnderTest(Plan plan, Resources r) throws Exception {
+    StoreUri uri = plan.uri();
+    if (plan.privateKind() != null) {
+      r.privateStore = ChaosPrivateStore.start(plan.privateKind(), r.directory);
+      uri = StoreUris.parse(r.privateStore.uri());
+    } else if (uri == null) {
+      uri = StoreUris.parse("sqlite:" + r.directory.resolve("store.db"));
+    }
+    r.uri = uri;
+    r.table = table;
+    return uri;
+  }
+
+  /** What a run sets up in the store besides its schema (the store mode's debit tables). */
+  @FunctionalInterface
+  interface StoreSetUp {
+    void accept(OpenStore opened) throws SQLException;
+  }
+
+  /** Creates the schema (and {@code more}); returns the store's description for the header. */
+  String setUpStore(StoreUri uri, Resources r, StoreSetUp more) {
+    // Opened to check it and set it up, then closed: the coordinator holds no connection while
+    // the store restarts (and its client has nothing to reconnect and log about).
+    try (OpenStore opened = StoreUris.open(uri, 2, table)) {
+      opened.createSchema();
+      more.accept(opened);
+      return r.privateStore != null ? r.privateStore.describe() : opened.describe();
+    } catch (StoreUnavailableException | SQLException e) {
+      throw new CommandFailure(CommandFailure.CANNOT_RUN,
+          StoreUris.cannotOpenMessage(uri, StoreUris.causeMessage(e)));
+    }
+  }
+
+  /** The store URI the workers get: through the fault proxy (started here) with --proxy. */
+  String workerStoreUri(StoreUri uri, Resources r) throws Exception {
+    String workerUri = uri.kind() == Kind.SQLITE ? "sqlite:" + uri.file() : storeText(r);
+    if (proxy) {
+      ChaosProxy.Route route;
+      try {
+        route = ChaosProxy.route(workerUri, uri.display());
+      } catch (IllegalArgumentException e) {
+        throw new CommandFailure(CommandFailure.CANNOT_RUN, e.getMessage());
+      }
+      r.proxy = ChaosProxy.start(route.host(), route.port());
+      workerUri = route.through(r.proxy.port());
+    }
+    return workerUri;
+  }
+
+  /**
+   * The command line of a worker JVM ({@code main}): small heap, quick start, the options every
+   * worker takes, and {@code specific} to its mode.
+   */
+  static List<String> workerCommand(Plan plan, Resources r, Class<?> main, String runId,
+      List<String> specific) throws IOException {
+    long retention = plan.duration().plus(plan.drain()).plus(Duration.ofHours(1)).toMillis();
+    long deadline = System.currentTimeMillis() + START_MILLIS + plan.duration().toMillis()
+        + plan.drain().toMillis() + 60_000;
+    List<String> command = new ArrayList<>(List.of(javaBinary(),
+        "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-Xss512k",
+        "-cp", workerClassPath(r.directory), main.getName(),
+        "--run-dir", r.directory.toString(), "--run", runId));
+    command.addAll(specific);
+    command.addAll(List.of(
+        "--lease-ms", Long.toString(plan.lease().toMillis()),
+        "--work-ms", Long.toString(plan.work().toMillis()),
+        "--retention-ms", Long.toString(retention),
+        "--coordinator", Long.toString(ProcessHandle.current().pid()),
+        "--deadline", Long.toString(deadline)));
+    return command;
   }
 
   /** Opens the store again for the audit; it may be coming back from a restart. */
@@ -574,25 +531,6 @@ final class ChaosCommand implements Callable<Integer> {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "the private store did not come "
             + "back after a restart: " + failure.getMessage());
       }
-    }
-  }
-
-  /** Waits until a worker finished its first delivery (the JVMs start, the store is reached). */
-  private void awaitFirstDelivery(Resources r, Producer producer)
-      throws InterruptedException, IOException {
-    long deadline = System.currentTimeMillis() + START_MILLIS;
-    while (r.queue.finished() == 0) {
-      if (System.currentTimeMillis() > deadline) {
-        throw new CommandFailure(CommandFailure.CANNOT_RUN, "no worker finished a delivery "
-            + "within " + START_MILLIS / 1000 + " s; see " + r.directory.resolve(ChaosWorkers.LOG));
-      }
-      r.workers.replaceExited();
-      if (r.workers.exitedByThemselves() > 3L * workers) {
-        throw new CommandFailure(CommandFailure.CANNOT_RUN, "worker processes exit at start; "
-            + "see " + r.directory.resolve(ChaosWorkers.LOG));
-      }
-      producer.topUp();
-      Thread.sleep(50);
     }
   }
 

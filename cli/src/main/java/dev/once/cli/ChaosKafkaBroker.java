@@ -244,33 +244,10 @@ final class ChaosKafkaBroker extends ChaosBroker {
         .build();
     KafkaConsumer<String, byte[]> kafka = consumer(group(), member);
     IdempotentConsumerLoop<String, byte[]> loop = consumer.loop(kafka, List.of(topic()));
-    Throwable[] failure = {null};
-    Thread thread = new Thread(() -> {
-      try {
-        loop.run();
-      } catch (RuntimeException | Error e) {
-        failure[0] = e;
-        throw e;
-      }
-    }, "once-chaos-kafka");
-    thread.start();
-    return new Consumer() {
-      @Override
-      public boolean running() {
-        return thread.isAlive();
-      }
-
-      @Override
-      public String failure() {
-        return failure[0] == null ? "the poll loop ended" : causes(failure[0]);
-      }
-
-      @Override
-      public void close() {
-        loop.close();
-        letters.close(Duration.ofSeconds(5));
-      }
-    };
+    return ChaosLoopConsumer.start("once-chaos-kafka", loop::run, "the poll loop ended", () -> {
+      loop.close();
+      letters.close(Duration.ofSeconds(5));
+    });
   }
 
   @Override

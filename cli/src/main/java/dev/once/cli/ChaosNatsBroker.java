@@ -178,37 +178,14 @@ final class ChaosNatsBroker extends ChaosBroker {
         .key(KeyDerivation.header(KEY_HEADER))
         .batchSize(target.batch())
         .build();
-    Throwable[] failure = {null};
-    Thread loop = new Thread(() -> {
+    return ChaosLoopConsumer.start("once-chaos-nats", consumer::run, "the consumer loop ended", () -> {
+      consumer.close();
       try {
-        consumer.run();
-      } catch (RuntimeException | Error e) {
-        failure[0] = e;
-        throw e;
+        own.close();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       }
-    }, "once-chaos-nats");
-    loop.start();
-    return new Consumer() {
-      @Override
-      public boolean running() {
-        return loop.isAlive();
-      }
-
-      @Override
-      public String failure() {
-        return failure[0] == null ? "the consumer loop ended" : causes(failure[0]);
-      }
-
-      @Override
-      public void close() {
-        consumer.close();
-        try {
-          own.close();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      }
-    };
+    });
   }
 
   @Override

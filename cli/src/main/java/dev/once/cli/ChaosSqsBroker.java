@@ -225,33 +225,10 @@ final class ChaosSqsBroker extends ChaosBroker {
         .waitTime(Duration.ofSeconds(1))
         .visibilityTimeout(Duration.ofSeconds(Math.max(1, target.ackWait().toSeconds())))
         .build();
-    Throwable[] failure = {null};
-    Thread thread = new Thread(() -> {
-      try {
-        consumer.run();
-      } catch (RuntimeException | Error e) {
-        failure[0] = e;
-        throw e;
-      }
-    }, "once-chaos-sqs");
-    thread.start();
-    return new Consumer() {
-      @Override
-      public boolean running() {
-        return thread.isAlive();
-      }
-
-      @Override
-      public String failure() {
-        return failure[0] == null ? "the receive loop ended" : causes(failure[0]);
-      }
-
-      @Override
-      public void close() {
-        consumer.close();
-        own.close();
-      }
-    };
+    return ChaosLoopConsumer.start("once-chaos-sqs", consumer::run, "the receive loop ended", () -> {
+      consumer.close();
+      own.close();
+    });
   }
 
   /** Looks up the URLs of the run's queues (a worker, or a coordinator that did not make them). */

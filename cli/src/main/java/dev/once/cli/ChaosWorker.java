@@ -17,15 +17,13 @@ import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
 import dev.once.jdbc.JdbcStore;
 import dev.once.jdbc.TransactionalOnce;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;
 
@@ -50,6 +48,9 @@ import picocli.CommandLine;
     description = "A worker process of once chaos; started by it, not by hand.")
 final class ChaosWorker implements Callable<Integer> {
 
+  @Mixin
+  ChaosWorkerOptions common = new ChaosWorkerOptions();
+
   /** The environment variable holding the store URI (passwords stay out of {@code ps}). */
   static final String STORE_ENV = "ONCE_CHAOS_STORE";
   /** The environment variable holding the table of a SQL or DynamoDB store. */
@@ -60,58 +61,18 @@ final class ChaosWorker implements Callable<Integer> {
   /** Connections per worker: the work, the heartbeat, the transactional debit. */
   static final int CONNECTIONS = 4;
   private static final long IDLE_MILLIS = 20;
-  private static final long CHECK_MILLIS = 250;
-
-  @Option(names = "--run-dir", required = true)
-  Path runDirectory;
-
-  @Option(names = "--run", required = true)
-  String runId;
-
-  @Option(names = "--worker", required = true)
-  int worker;
-
-  @Option(names = "--lease-ms", required = true)
-  long leaseMillis;
 
   @Option(names = "--visibility-ms", required = true)
   long visibilityMillis;
 
-  @Option(names = "--work-ms", required = true)
-  long workMillis;
-
-  @Option(names = "--retention-ms", required = true)
-  long retentionMillis;
-
   @Option(names = "--ledger")
   boolean ledger;
 
-  @Option(names = "--sabotage")
-  boolean sabotage;
-
-  @Option(names = "--coordinator", required = true)
-  long coordinatorPid;
-
-  @Option(names = "--deadline", required = true)
-  long deadlineMillis;
-
-  private long nextCheck;
-  private boolean stopped;
-
-  /**
-   * A worker prints errors only. Lettuce and Netty log reconnections, and Once a heartbeat that
-   * found its lease lost or could not reach the store, at INFO and WARNING through
-   * java.util.logging: under chaos these are expected (a zombie woke up, the store restarted, the
-   * proxy cut), and the audit counts them. Held here: JUL keeps its loggers weakly.
-   */
-  private static final java.util.List<java.util.logging.Logger> QUIET = java.util.List.of(
-      java.util.logging.Logger.getLogger("io.lettuce"),
-      java.util.logging.Logger.getLogger("io.netty"),
-      java.util.logging.Logger.getLogger("dev.once"));
 
   /** Runs one worker and exits with its code. */
   public static void main(String[] args) {
-    QUIET.forEach(logger -> logger.setLevel(java.util.logging.Level.SEVERE));
+    // Lettuce and Netty log reconnections, Once a heartbeat that lost its lease or the store.
+    ChaosWorkerOptions.quiet("io.lettuce", "io.netty", "dev.once");
     System.exit(new CommandLine(new ChaosWorker()).execute(args));
   }
 
@@ -143,48 +104,44 @@ final class ChaosWorker implements Callable<Integer> {
     }
     String table = System.getenv().getOrDefault(TABLE_ENV, JdbcStore.DEFAULT_TABLE);
     StoreUri uri = StoreUris.parse(text);
-    ScheduledExecutorService beats = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "once-chaos-heartbeat");
-      t.setDaemon(true);
-      return t;
-    });
-    try (ChaosQueue queue = ChaosQueue.open(runDirectory);
-         ChaosDownstream downstream = ChaosDownstream.open(runDirectory)) {
-      OpenStore opened = open(uri, table);
+    ScheduledExecutorService beats = ChaosWorkerOptions.heartbeats();
+    try (ChaosQueue queue = ChaosQueue.open(common.runDirectory);
+         ChaosDownstream downstream = ChaosDownstream.open(common.runDirectory)) {
+      OpenStore opened = common.open(uri, table);
       if (opened == null) {
         return 0; // stopped before the store could be reached
       }
       try (opened) {
         Once once = Once.builder(opened.store())
-            .lease(Duration.ofMillis(leaseMillis))
-            .retention(Duration.ofMillis(retentionMillis))
+            .lease(Duration.ofMillis(common.leaseMillis))
+            .retention(Duration.ofMillis(common.retentionMillis))
             .heartbeat(Scheduler.of(beats))
             .build();
         TransactionalOnce transactional = ledger
             ? TransactionalOnce.builder((JdbcStore) opened.store())
-                .retention(Duration.ofMillis(retentionMillis))
-                .lockWait(Duration.ofMillis(leaseMillis))
+                .retention(Duration.ofMillis(common.retentionMillis))
+                .lockWait(Duration.ofMillis(common.leaseMillis))
                 .build()
             : null;
-        Work work = new Work(once, transactional, downstream, new ChaosLedger(runId));
-        while (running()) {
+        Work work = new Work(once, transactional, downstream, new ChaosLedger(common.runId));
+        while (common.running()) {
           Message message;
           try {
             message = queue.receive(System.currentTimeMillis(), visibilityMillis);
           } catch (HarnessFailure e) {
             error(e);
-            pause(100);
+            ChaosWorkerOptions.pause(100);
             continue;
           }
           if (message == null) {
-            pause(IDLE_MILLIS);
+            ChaosWorkerOptions.pause(IDLE_MILLIS);
             continue;
           }
           Delivery delivery = work.deliver(message);
           long visibleAt = switch (delivery.answer()) {
             case RAN, REPLAYED -> -1; // acknowledge
-            case IN_PROGRESS -> System.currentTimeMillis() + leaseMillis / 2
-                + ThreadLocalRandom.current().nextLong(1 + leaseMillis / 2);
+            case IN_PROGRESS -> System.currentTimeMillis() + common.leaseMillis / 2
+                + ThreadLocalRandom.current().nextLong(1 + common.leaseMillis / 2);
             case LEASE_LOST -> System.currentTimeMillis();
             default -> System.currentTimeMillis() + 100 + ThreadLocalRandom.current().nextLong(200);
           };
@@ -199,18 +156,6 @@ final class ChaosWorker implements Callable<Integer> {
     } finally {
       beats.shutdownNow();
     }
-  }
-
-  /** The store, opened again and again while it is down (being restarted), until stopped. */
-  private OpenStore open(StoreUri uri, String table) {
-    while (running()) {
-      try {
-        return StoreUris.open(uri, CONNECTIONS, table);
-      } catch (CommandFailure e) {
-        pause(200);
-      }
-    }
-    return null;
   }
 
   /** One delivery through Once, and what it answered. */
@@ -237,23 +182,24 @@ final class ChaosWorker implements Callable<Integer> {
       String outcome = null;
       String error = null;
       try {
-        Result<String> result = once.call(key(runId, m.event()),
+        Result<String> result = once.call(key(common.runId, m.event()),
             fingerprint(m.event(), m.amount()), Codecs.utf8(), attempt -> {
               token[0] = attempt.token();
               takeover[0] = attempt.takeover();
               // What a careful consumer does before an effect the downstream cannot deduplicate:
               // a frozen worker that wakes past its lease stops here instead of appending.
               attempt.ensureLease();
-              downstream.append(m.event(), worker, attempt.token());
+              downstream.append(m.event(), common.worker, attempt.token());
               // --sabotage: a key that changes with every attempt deduplicates nothing.
-              String downstreamKey = sabotage ? attempt.key() + "." + attempt.token()
+              String downstreamKey = common.sabotage ? attempt.key() + "." + attempt.token()
                   : attempt.key();
-              repeated[0] = !downstream.deduplicated(downstreamKey, m.event(), worker,
+              repeated[0] = !downstream.deduplicated(downstreamKey, m.event(), common.worker,
                   attempt.token());
               String debit = transactional == null ? "none" : debit(m);
               // The rest of the work (a slow reply): the window in which a kill leaves effects
               // made and no outcome stored.
-              pause(ThreadLocalRandom.current().nextLong(2 * workMillis + 1));
+              ChaosWorkerOptions.pause(
+                  ThreadLocalRandom.current().nextLong(2 * common.workMillis + 1));
               return "token " + attempt.token() + ", debit " + debit;
             });
         answer = result.replayed() ? Answer.REPLAYED : Answer.RAN;
@@ -273,45 +219,25 @@ final class ChaosWorker implements Callable<Integer> {
       } catch (RuntimeException e) {
         answer = Answer.ERROR;
         error = e.toString();
-        System.err.println("once chaos-worker " + worker + ": event " + m.event() + ":");
+        System.err.println("once chaos-worker " + common.worker + ": event " + m.event() + ":");
         e.printStackTrace();
       }
-      return new Delivery(m, worker, answer, outcome, token[0], takeover[0], repeated[0],
+      return new Delivery(m, common.worker, answer, outcome, token[0], takeover[0], repeated[0],
           started, System.currentTimeMillis(), error);
     }
 
     private String debit(Message m) throws SQLException {
-      Result<String> debit = transactional.call(debitKey(runId, m.event()),
+      Result<String> debit = transactional.call(debitKey(common.runId, m.event()),
           fingerprint(m.event(), m.amount()), Codecs.utf8(), tx -> {
-            ledgerTables.debit(tx.connection(), m.event(), m.amount(), worker, tx.token());
+            ledgerTables.debit(tx.connection(), m.event(), m.amount(), common.worker, tx.token());
             return "token " + tx.token();
           });
       return debit.value();
     }
   }
 
-  private boolean running() {
-    long now = System.currentTimeMillis();
-    if (now >= deadlineMillis) {
-      return false;
-    }
-    if (now >= nextCheck) {
-      nextCheck = now + CHECK_MILLIS;
-      stopped = Files.exists(runDirectory.resolve(STOP_FILE))
-          || !ProcessHandle.of(coordinatorPid).map(ProcessHandle::isAlive).orElse(false);
-    }
-    return !stopped;
-  }
-
   private void error(Exception e) {
-    System.err.println("once chaos-worker " + worker + ": " + e.getMessage());
+    System.err.println("once chaos-worker " + common.worker + ": " + e.getMessage());
   }
 
-  private static void pause(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-  }
 }
