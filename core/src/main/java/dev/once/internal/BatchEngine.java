@@ -453,12 +453,8 @@ public final class BatchEngine<M> {
       RuntimeException why) {
     LOG.log(System.Logger.Level.WARNING, "the record of {0} cannot be read here ({1}); not run,"
         + " given back for a worker that can", key, why.getMessage());
-    try {
-      store.release(key, acquired.token(), "not run: " + Execution.describe(why), now(),
-          config.retention());
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.DEBUG, "could not give back " + key, e);
-    }
+    store.releaseOrLeave(key, acquired.token(), "not run: " + Execution.describe(why), now(),
+        config.retention());
   }
 
   /** Holds the claim of {@code key} from now until its outcome is stored or it is released. */

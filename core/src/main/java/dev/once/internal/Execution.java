@@ -280,12 +280,7 @@ public final class Execution {
 
   /** Gives back a claim whose work never ran, the attempt not counted; best effort. */
   private void giveBack(IdempotencyKey key, long token, String why) {
-    try {
-      store.release(key, token, why.length() > 1000 ? why.substring(0, 1000) : why,
-          config.clock().instant(), config.retention());
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.DEBUG, "could not give back " + key, e);
-    }
+    store.releaseOrLeave(key, token, why, config.clock().instant(), config.retention());
   }
 
   /**

@@ -129,13 +129,8 @@ final class Leases {
    */
   void release(AttemptImpl attempt, String why) {
     drop(attempt);
-    try {
-      store.release(attempt.idempotencyKey(), attempt.token(), why, config.clock().instant(),
-          config.retention());
-    } catch (RuntimeException e) {
-      // The lease runs out instead; the next delivery takes over then.
-      LOG.log(System.Logger.Level.DEBUG, "could not release " + attempt.idempotencyKey(), e);
-    }
+    store.releaseOrLeave(attempt.idempotencyKey(), attempt.token(), why,
+        config.clock().instant(), config.retention());
   }
 
   /**

@@ -50,6 +50,20 @@ public final class StoreCalls {
     });
   }
 
+  /**
+   * Gives back a claim whose work never ran ({@link #release}), best effort: one that fails is
+   * logged and left to its lease, after which the next claim takes the key over.
+   */
+  public void releaseOrLeave(IdempotencyKey key, long token, String why, Instant now,
+      Duration retention) {
+    try {
+      release(key, token, why.length() > 1000 ? why.substring(0, 1000) : why, now, retention);
+    } catch (RuntimeException e) {
+      System.getLogger(StoreCalls.class.getName()).log(System.Logger.Level.DEBUG,
+          "could not give back " + key + "; its lease runs out instead", e);
+    }
+  }
+
   public java.util.Set<IdempotencyKey> extendAll(java.util.List<dev.once.spi.HeldClaim> claims,
       Instant now, Duration lease) {
     return timed("extendAll", () -> store.extendAll(claims, now, lease));

@@ -392,7 +392,7 @@ public final class JdbcEngine {
         return null;
       }
       if (alreadyDone == null) {
-        if (dialect.countsChangedRows() && stillOwned(c, key, token)) {
+        if (dialect.countsChangedRows() && dialect.owned(c, key, token)) {
           return null; // matched, but the values were already these
         }
         throw new LeaseLostException(key, token);
@@ -404,17 +404,6 @@ public final class JdbcEngine {
       }
       throw new LeaseLostException(key, token);
     });
-  }
-
-  /** Whether the record is IN_PROGRESS under {@code token} (an UPDATE that changed nothing). */
-  private boolean stillOwned(Connection c, IdempotencyKey key, long token) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(dialect.ownedSql)) {
-      Rows.bindKey(ps, 1, key);
-      ps.setLong(4, token);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
-      }
-    }
   }
 
   // --------------------------------------------------------------------------------------------
