@@ -2,10 +2,11 @@ package dev.once.benchmarks;
 
 import dev.once.Once;
 import dev.once.OnceListener;
+import dev.once.batch.BatchConfig;
 import dev.once.benchmarks.BenchStores.StoreUnderTest;
-import dev.once.kafka.DeadLetterPublisher;
 import dev.once.kafka.IdempotentConsumer;
 import dev.once.kafka.IdempotentConsumerLoop;
+import dev.once.kafka.KafkaDeadLetters;
 import dev.once.kafka.KeyDerivation;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -87,7 +88,7 @@ public final class KafkaConsumerBenchmark {
         KafkaProducer<byte[], byte[]> producer = producer(cluster.bootstrapServers())) {
       String topic = "bench-" + UUID.randomUUID().toString().substring(0, 8);
       admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1),
-          new NewTopic(topic + DeadLetterPublisher.DEFAULT_SUFFIX, 1, (short) 1))).all().get();
+          new NewTopic(topic + KafkaDeadLetters.DEFAULT_SUFFIX, 1, (short) 1))).all().get();
       for (int i = 0; i < records; i++) {
         ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, 0, null, PAYLOAD);
         r.headers().add(KeyDerivation.DEFAULT_HEADER,
@@ -148,8 +149,8 @@ public final class KafkaConsumerBenchmark {
           last.set(now);
         })
         .scope("bench-" + UUID.randomUUID().toString().substring(0, 8))
-        .batchClaims(batch)
-        .deadLetters(DeadLetterPublisher.to(producer))
+        .config(BatchConfig.builder().batchClaims(batch).build())
+        .deadLetters(KafkaDeadLetters.to(producer))
         .pollTimeout(Duration.ofMillis(100))
         .build();
     Properties p = new Properties();

@@ -6,6 +6,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.once.Once;
 import dev.once.OnceListener;
+import dev.once.batch.BatchConfig;
 import dev.once.benchmarks.BenchStores.StoreUnderTest;
 import dev.once.rabbitmq.IdempotentRabbitConsumer;
 import dev.once.rabbitmq.Subscription;
@@ -140,7 +141,7 @@ public final class RabbitConsumerBenchmark {
           .scope("bench-" + UUID.randomUUID().toString().substring(0, 8))
           .deadLetterExchange(queue + ".dlx")
           .prefetch(prefetch)
-          .batchClaims(batch)
+          .config(BatchConfig.builder().batchClaims(batch).build())
           .build();
       long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
       try (Subscription subscription = consumer.start(connection)) {

@@ -131,7 +131,8 @@ public final class SqsConsumerBenchmark {
     IdempotentSqsConsumer consumer = IdempotentSqsConsumer
         .builder(once, sqs, queue, (message, attempt) -> handled.incrementAndGet())
         .scope("bench-" + UUID.randomUUID().toString().substring(0, 8))
-        .batchClaims(batch)
+        .config(IdempotentSqsConsumer.Builder.DEFAULT_CONFIG.toBuilder().batchClaims(batch)
+            .build())
         .batchSize(batchSize)
         .waitTime(Duration.ofSeconds(1))
         .visibilityTimeout(Duration.ofMinutes(2))

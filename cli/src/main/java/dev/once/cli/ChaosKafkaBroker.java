@@ -1,9 +1,9 @@
 package dev.once.cli;
 
 import dev.once.Once;
-import dev.once.kafka.DeadLetterPublisher;
 import dev.once.kafka.IdempotentConsumer;
 import dev.once.kafka.IdempotentConsumerLoop;
+import dev.once.kafka.KafkaDeadLetters;
 import dev.once.kafka.KeyDerivation;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -60,7 +60,7 @@ final class ChaosKafkaBroker extends ChaosBroker {
   }
 
   private String deadLetterTopic() {
-    return target.name() + DeadLetterPublisher.DEFAULT_SUFFIX;
+    return target.name() + KafkaDeadLetters.DEFAULT_SUFFIX;
   }
 
   private String group() {
@@ -239,7 +239,7 @@ final class ChaosKafkaBroker extends ChaosBroker {
             (record, attempt) -> handler.handle(record.value(), attempt))
         .scope(target.scope())
         .key(KeyDerivation.header(KeyDerivation.DEFAULT_HEADER))
-        .deadLetters(DeadLetterPublisher.to(letters))
+        .deadLetters(KafkaDeadLetters.to(letters))
         .pollTimeout(Duration.ofMillis(200))
         .build();
     KafkaConsumer<String, byte[]> kafka = consumer(group(), member);

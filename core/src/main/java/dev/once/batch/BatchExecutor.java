@@ -4,8 +4,6 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.internal.BatchEngine;
-import dev.once.spi.Checks;
-import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.BooleanSupplier;
@@ -28,7 +26,7 @@ import java.util.function.Function;
  *       with its claim held and stored before the message is handled again
  *       ({@link ItemResult.Status#OUTCOME_PENDING}).
  *   <li>A message whose key another worker holds is {@link ItemResult.Status#IN_PROGRESS}, to be
- *       delivered again after {@link Builder#inProgressBackoff} or at the holder's lease end.
+ *       delivered again after {@link BatchConfig#inProgressBackoff} or at the holder's lease end.
  *   <li>Messages of one ordering group ({@link Builder#orderedBy}) run in order: after the first
  *       that is not final, the rest of its group are not run ({@link ItemResult.Status#NOT_RUN}).
  * </ul>
@@ -100,24 +98,13 @@ public final class BatchExecutor<M> {
 
   /**
    * Builds a {@link BatchExecutor}. Defaults: no scope (pass one to {@code process}); no key
-   * (required); no fingerprint check (every message of a key matches); messages without a key
-   * dead-lettered; no dead-letter publisher (a message to dead-letter is retried instead, see
-   * {@link DeadLetterPublisher#none()}); 5 attempts; retry backoff 100 ms doubling to 5 s; in
-   * progress elsewhere looked at again after 1 s or at the holder's lease end; batch claims; no
-   * ordering groups.
+   * (required); no fingerprint check (every message of a key matches); no dead-letter publisher
+   * (a message to dead-letter is retried instead, see {@link DeadLetterPublisher#none()});
+   * {@link BatchConfig#defaults()}; no ordering groups.
    *
    * @param <M> the message type
    */
   public static final class Builder<M> {
-    /** Default number of attempts before a retryable failure is dead-lettered. */
-    public static final int DEFAULT_MAX_ATTEMPTS = 5;
-    /** Default first retry backoff. */
-    public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
-    /** Default longest retry backoff. */
-    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(5);
-    /** Default pause before looking again at a message in progress on another worker. */
-    public static final Duration DEFAULT_IN_PROGRESS_BACKOFF = Duration.ofSeconds(1);
-
     private static final Fingerprint NO_FINGERPRINT = Fingerprint.of("");
 
     private final Once once;
@@ -125,13 +112,8 @@ public final class BatchExecutor<M> {
     private String scope;
     private Function<M, String> keys;
     private Function<M, Fingerprint> fingerprint = m -> NO_FINGERPRINT;
-    private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
     private DeadLetterPublisher<M> deadLetters = DeadLetterPublisher.none();
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
-    private Duration inProgressBackoff = DEFAULT_IN_PROGRESS_BACKOFF;
-    private boolean batchClaims = true;
+    private BatchConfig config = BatchConfig.defaults();
     private Function<M, ?> orderedBy;
     private Function<M, ?> messageId = Function.identity();
 
@@ -150,7 +132,8 @@ public final class BatchExecutor<M> {
 
     /**
      * How a message's idempotency key is derived (a message id, a header, a hash of the body).
-     * Returning null, or throwing, means the message has none: see {@link #noKeyPolicy}. Required.
+     * Returning null, or throwing, means the message has none: see
+     * {@link BatchConfig.Builder#noKeyPolicy}. Required.
      */
     public Builder<M> key(Function<M, String> keys) {
       this.keys = Objects.requireNonNull(keys, "keys");
@@ -166,45 +149,18 @@ public final class BatchExecutor<M> {
       return this;
     }
 
-    /** What to do with messages without a key. */
-    public Builder<M> noKeyPolicy(NoKeyPolicy policy) {
-      this.noKeyPolicy = Objects.requireNonNull(policy, "policy");
-      return this;
-    }
-
     /** Where messages given up on go, before their failure is stored. */
     public Builder<M> deadLetters(DeadLetterPublisher<M> publisher) {
       this.deadLetters = Objects.requireNonNull(publisher, "publisher");
       return this;
     }
 
-    /** How many times the handler may fail retryably before the message is dead-lettered. */
-    public Builder<M> maxAttempts(int attempts) {
-      this.maxAttempts = Checks.positive(attempts, "maxAttempts");
-      return this;
-    }
-
-    /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
-    public Builder<M> retryBackoff(Duration initial, Duration max) {
-      Checks.backoff(initial, max);
-      this.initialBackoff = initial;
-      this.maxBackoff = max;
-      return this;
-    }
-
-    /** How long to wait before looking again at a message in progress on another worker. */
-    public Builder<M> inProgressBackoff(Duration backoff) {
-      this.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
-      return this;
-    }
-
     /**
-     * True (the default): one {@code claimAll} per batch and one {@code completeAll}. False: one
-     * claim per message just before it runs and one completion after, as {@link Once#call} does;
-     * for comparison (benchmarks).
+     * How messages are retried, given up on and claimed (attempts, backoffs, messages without a
+     * key, batch claims). Default: {@link BatchConfig#defaults()}.
      */
-    public Builder<M> batchClaims(boolean batchClaims) {
-      this.batchClaims = batchClaims;
+    public Builder<M> config(BatchConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
       return this;
     }
 
@@ -239,8 +195,7 @@ public final class BatchExecutor<M> {
             + " idempotency key), e.g. the broker's message id");
       }
       return new BatchExecutor<>(once, scope, new BatchEngine<>(once.config(),
-          new BatchEngine.Settings<>(handler, keys, fingerprint, noKeyPolicy, deadLetters,
-              maxAttempts, initialBackoff, maxBackoff, inProgressBackoff, batchClaims, orderedBy,
+          new BatchEngine.Settings<>(handler, keys, fingerprint, deadLetters, config, orderedBy,
               messageId)));
     }
   }

@@ -22,7 +22,7 @@ public record DeadLetter<M>(M message, Reason reason, dev.once.IdempotencyKey ke
   public enum Reason {
     /** The handler failed terminally (by the {@link dev.once.FailurePolicy}); the failure is stored. */
     TERMINAL_FAILURE,
-    /** The handler failed retryably {@link BatchExecutor.Builder#maxAttempts} times. */
+    /** The handler failed retryably {@link BatchConfig#maxAttempts} times. */
     RETRIES_EXHAUSTED,
     /** No idempotency key could be derived ({@link NoKeyPolicy#DEAD_LETTER}). */
     NO_KEY,

@@ -9,6 +9,7 @@ import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.OnceListener;
 import dev.once.ReplayedFailureException;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchOutcome;
 import dev.once.batch.DeadLetter;
 import dev.once.batch.DeadLetterPublisher;
@@ -66,18 +67,32 @@ public final class BatchEngine<M> {
 
   /** The settings of one executor, fixed when it is built. */
   public record Settings<M>(MessageHandler<M> handler, Function<M, String> keys,
-      Function<M, Fingerprint> fingerprint, NoKeyPolicy noKeyPolicy,
-      DeadLetterPublisher<M> deadLetters, int maxAttempts, Duration initialBackoff,
-      Duration maxBackoff, Duration inProgressBackoff, boolean batchClaims,
-      Function<M, ?> orderedBy, Function<M, ?> messageId) {
+      Function<M, Fingerprint> fingerprint, DeadLetterPublisher<M> deadLetters,
+      BatchConfig config, Function<M, ?> orderedBy, Function<M, ?> messageId) {
+
+    int maxAttempts() {
+      return config.maxAttempts();
+    }
+
+    Duration initialBackoff() {
+      return config.initialBackoff();
+    }
+
+    Duration inProgressBackoff() {
+      return config.inProgressBackoff();
+    }
+
+    boolean batchClaims() {
+      return config.batchClaims();
+    }
+
+    NoKeyPolicy noKeyPolicy() {
+      return config.noKeyPolicy();
+    }
 
     /** The pause before retry number {@code attempt} + 1: doubling from the initial, capped. */
-    public Duration backoff(int attempt) {
-      Duration pause = initialBackoff;
-      for (int i = 1; i < attempt && pause.compareTo(maxBackoff) < 0; i++) {
-        pause = pause.multipliedBy(2);
-      }
-      return pause.compareTo(maxBackoff) <= 0 ? pause : maxBackoff;
+    Duration backoff(int attempt) {
+      return config.backoff(attempt);
     }
   }
 

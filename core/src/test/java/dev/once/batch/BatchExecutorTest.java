@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.Attempt;
-import dev.once.ManualClock;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InMemoryStore;
+import dev.once.ManualClock;
 import dev.once.Once;
 import dev.once.StoreUnavailableException;
 import dev.once.batch.BatchExecutor;
@@ -56,10 +56,13 @@ class BatchExecutorTest {
   /** A broker message: a key (null when it has none), an ordering group and a body. */
   record Msg(String key, String group, String body) {}
 
+  private static final BatchConfig RETRIES = BatchConfig.builder()
+      .retryBackoff(Duration.ofMillis(100), Duration.ofSeconds(1)).maxAttempts(3).build();
+
   private BatchExecutor.Builder<Msg> executor(MessageHandler<Msg> handler) {
     return BatchExecutor.builder(once, handler).scope("orders.ship").key(Msg::key)
         .fingerprint(m -> Fingerprint.of(m.body())).deadLetters(deadLetters::add)
-        .retryBackoff(Duration.ofMillis(100), Duration.ofSeconds(1)).maxAttempts(3);
+        .config(RETRIES);
   }
 
   private MessageHandler<Msg> counting() {
@@ -99,7 +102,8 @@ class BatchExecutorTest {
 
   @Test
   void perMessageClaimsWhenBatchClaimsAreOff() {
-    BatchExecutor<Msg> executor = executor(counting()).batchClaims(false).build();
+    BatchExecutor<Msg> executor = executor(counting())
+        .config(RETRIES.toBuilder().batchClaims(false).build()).build();
 
     BatchOutcome<Msg> outcome = executor.process(List.of(new Msg("a", null, "A"),
         new Msg("b", null, "B")));
@@ -213,7 +217,7 @@ class BatchExecutorTest {
   void withoutAKeyAMessageCanBeProcessedUnprotected() {
     List<Attempt> attempts = new ArrayList<>();
     BatchExecutor<Msg> executor = executor((m, attempt) -> attempts.add(attempt))
-        .noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED).build();
+        .config(RETRIES.toBuilder().noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED).build()).build();
 
     BatchOutcome<Msg> outcome = executor.process(List.of(new Msg(null, null, "N")));
 
@@ -307,11 +311,15 @@ class BatchExecutorTest {
   void theBuilderRefusesBadSettings() {
     assertThatThrownBy(() -> BatchExecutor.builder(once, counting()).build())
         .isInstanceOf(IllegalStateException.class).hasMessageContaining("key derivation");
-    assertThatThrownBy(() -> BatchExecutor.builder(once, counting()).maxAttempts(0))
+    assertThatThrownBy(() -> BatchConfig.builder().maxAttempts(0))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxAttempts");
-    assertThatThrownBy(() -> BatchExecutor.builder(once, counting())
+    assertThatThrownBy(() -> BatchConfig.builder()
         .retryBackoff(Duration.ofSeconds(2), Duration.ofSeconds(1)))
         .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> BatchConfig.builder().inProgressBackoff(Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("inProgressBackoff");
+    assertThatThrownBy(() -> BatchExecutor.builder(once, counting()).config(null))
+        .isInstanceOf(NullPointerException.class);
     assertThatThrownBy(() -> BatchExecutor.builder(once, counting()).scope("bad scope/"))
         .isInstanceOf(RuntimeException.class);
     assertThatThrownBy(() -> BatchExecutor.builder(once, counting()).key(Msg::key).build()

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Fingerprint;
 import dev.once.InMemoryStore;
 import dev.once.Once;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.DeadLetter;
 import dev.once.batch.ItemResult;
@@ -38,7 +39,7 @@ class AttemptsCountHandlerRunsTest {
         throw new IllegalStateException("downstream busy");
       }
     }).scope("orders").key(Msg::key).fingerprint(m -> Fingerprint.of(m.key()))
-        .orderedBy(Msg::partition).maxAttempts(3).deadLetters(deadLetters::add).build();
+        .orderedBy(Msg::partition).config(BatchConfig.builder().maxAttempts(3).build()).deadLetters(deadLetters::add).build();
     List<Msg> partition = List.of(new Msg("A", "p0"), new Msg("B", "p0"));
 
     List<ItemResult<Msg>> first = executor.process(partition).items();

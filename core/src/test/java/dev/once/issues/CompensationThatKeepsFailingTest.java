@@ -8,6 +8,7 @@ import dev.once.Fingerprint;
 import dev.once.InMemoryStore;
 import dev.once.Once;
 import dev.once.Step;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.DeadLetter;
 import dev.once.batch.ItemResult;
@@ -46,7 +47,7 @@ class CompensationThatKeepsFailingTest {
       a.step(charge, k -> "ch-1");
       throw new IllegalArgumentException("address rejected");
     }).scope("orders").key(Msg::key).fingerprint(m -> Fingerprint.of(m.key()))
-        .deadLetters(deadLetters::add).maxAttempts(10).build();
+        .deadLetters(deadLetters::add).config(BatchConfig.builder().maxAttempts(10).build()).build();
 
     List<Status> seen = new ArrayList<>();
     for (int delivery = 0; delivery < 20 && !seen.contains(Status.DEAD_LETTERED); delivery++) {
@@ -82,7 +83,7 @@ class CompensationThatKeepsFailingTest {
       a.step(charge, k -> "c".repeat(250));
       throw new IllegalArgumentException("rejected: " + "x".repeat(200));
     }).scope("s").key(Msg::key).fingerprint(m -> Fingerprint.of(m.key()))
-        .deadLetters(l -> {}).maxAttempts(5).build();
+        .deadLetters(l -> {}).config(BatchConfig.builder().maxAttempts(5).build()).build();
     for (int i = 0; i < 10; i++) {
       seen.add(executor.process(List.of(new Msg("A"))).items().get(0).status());
     }

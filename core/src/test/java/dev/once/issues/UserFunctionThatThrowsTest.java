@@ -8,6 +8,7 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InMemoryStore;
 import dev.once.Once;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.BatchOutcome;
 import dev.once.batch.DeadLetter;
@@ -94,7 +95,8 @@ class UserFunctionThatThrowsTest {
 
   @Test
   void aMessageIdFunctionThatThrowsDeadLettersThatKeylessMessageOnly() {
-    BatchExecutor<Msg> executor = executor().noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED)
+    BatchExecutor<Msg> executor = executor()
+        .config(BatchConfig.builder().noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED).build())
         .messageId(m -> {
           throw new IllegalStateException("no offset");
         }).build();

@@ -19,7 +19,7 @@ public final class DeadLetterHeaders {
   public static final String ORIGINAL_TIMESTAMP = "once-dlt-original-timestamp";
   /** The idempotency key (absent when none derived): a dead-letter consumer deduplicates by it. */
   public static final String IDEMPOTENCY_KEY = "once-dlt-idempotency-key";
-  /** A {@link DeadLetter.Reason} name. */
+  /** A {@link dev.once.batch.DeadLetter.Reason} name. */
   public static final String REASON = "once-dlt-reason";
   /** Class name of the failure. */
   public static final String EXCEPTION_CLASS = "once-dlt-exception-class";

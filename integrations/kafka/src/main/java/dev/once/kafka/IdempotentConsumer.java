@@ -4,11 +4,15 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.Once;
-import dev.once.spi.Checks;
+import dev.once.batch.BatchConfig;
+import dev.once.batch.BatchExecutor;
+import dev.once.batch.DeadLetterPublisher;
+import dev.once.batch.MessageHandler;
 import dev.once.kafka.internal.AutoCommit;
 import dev.once.kafka.internal.BatchProcessor;
 import dev.once.kafka.internal.RecordFingerprints;
 import dev.once.kafka.internal.Settings;
+import dev.once.spi.Checks;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -18,6 +22,7 @@ import java.util.function.Function;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * Runs a per-record handler at most once per idempotency key (in effect) over Kafka's
@@ -35,13 +40,18 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
  * IdempotentConsumer<String, String> orders = IdempotentConsumer
  *     .builder(once, (ConsumerRecord<String, String> record, Attempt attempt) ->
  *         shipping.ship(record.value(), attempt.key()))
- *     .deadLetters(DeadLetterPublisher.to(producer))
+ *     .deadLetters(KafkaDeadLetters.to(producer))
+ *     .config(BatchConfig.builder().maxAttempts(3).build())   // optional: retries and more
  *     .build();
  * try (IdempotentConsumerLoop<String, String> loop = orders.loop(kafkaConsumer, List.of("orders"))) {
  *   executor.submit(loop);
  *   ...
  * }
  * }</pre>
+ *
+ * <p>How records are retried, given up on and claimed is core's {@link BatchConfig}, the same for
+ * every broker; this builder's own settings are Kafka's: the scope (by default the consumer group),
+ * the key and fingerprint of a record, the dead-letter topic and the poll timeout.
  *
  * Thread-safe: {@link #process} may be called from several consumer threads at once.
  *
@@ -53,13 +63,21 @@ public final class IdempotentConsumer<K, V> {
   private final Once once;
   private final BatchProcessor<K, V> processor;
 
-  private IdempotentConsumer(Once once, Settings<K, V> settings) {
+  private IdempotentConsumer(Once once, BatchProcessor<K, V> processor) {
     this.once = once;
-    this.processor = new BatchProcessor<>(once, settings);
+    this.processor = processor;
   }
 
-  /** A builder over {@code once} (its store, lease, retention, clock, failure policy, listener). */
-  public static <K, V> Builder<K, V> builder(Once once, RecordHandler<K, V> handler) {
+  /**
+   * A builder over {@code once} (its store, lease, retention, clock, failure policy, listener).
+   *
+   * @param handler the business logic for one record; throwing an {@link Exception} reports a
+   *     failure (terminal ones by the {@link dev.once.FailurePolicy} are dead-lettered at once,
+   *     others retried up to {@link BatchConfig#maxAttempts}); an {@link Error} is taken as the
+   *     death of the process: nothing is recorded and the poll loop ends
+   */
+  public static <K, V> Builder<K, V> builder(Once once,
+      MessageHandler<ConsumerRecord<K, V>> handler) {
     return new Builder<>(once, handler);
   }
 
@@ -146,37 +164,23 @@ public final class IdempotentConsumer<K, V> {
    * Builds an {@link IdempotentConsumer}. Defaults: scope = the consumer group id; key from the
    * {@value KeyDerivation#DEFAULT_HEADER} header; fingerprint = SHA-256 of the value when it is a
    * {@code byte[]}, {@code String} or {@code ByteBuffer} (other types: no fingerprint check, see
-   * {@link #fingerprint}); records without a key dead-lettered; 5 attempts; retry backoff 100 ms
-   * doubling to 5 s; records in progress elsewhere looked at again every second (or at their
-   * lease end); batch claims; poll timeout 500 ms. A dead-letter publisher is required.
+   * {@link #fingerprint}); {@link BatchConfig#defaults()}; poll timeout 500 ms. A dead-letter
+   * publisher is required.
    */
   public static final class Builder<K, V> {
-    /** Default number of attempts before a retryable failure is dead-lettered. */
-    public static final int DEFAULT_MAX_ATTEMPTS = 5;
-    /** Default first retry backoff. */
-    public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofMillis(100);
-    /** Default longest retry backoff. */
-    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(5);
-    /** Default pause before looking again at a record in progress on another consumer. */
-    public static final Duration DEFAULT_IN_PROGRESS_BACKOFF = Duration.ofSeconds(1);
     /** Default poll timeout of the loop. */
     public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(500);
 
     private final Once once;
-    private final RecordHandler<K, V> handler;
+    private final MessageHandler<ConsumerRecord<K, V>> handler;
     private String scope;
     private KeyDerivation<K, V> keys = KeyDerivation.header(KeyDerivation.DEFAULT_HEADER);
     private Function<ConsumerRecord<K, V>, Fingerprint> fingerprint = RecordFingerprints::ofValue;
-    private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
-    private DeadLetterPublisher<K, V> deadLetters;
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
-    private Duration inProgressBackoff = DEFAULT_IN_PROGRESS_BACKOFF;
-    private boolean batchClaims = true;
+    private DeadLetterPublisher<ConsumerRecord<K, V>> deadLetters;
+    private BatchConfig config = BatchConfig.defaults();
     private Duration pollTimeout = DEFAULT_POLL_TIMEOUT;
 
-    private Builder(Once once, RecordHandler<K, V> handler) {
+    private Builder(Once once, MessageHandler<ConsumerRecord<K, V>> handler) {
       this.once = Objects.requireNonNull(once, "once");
       this.handler = Objects.requireNonNull(handler, "handler");
     }
@@ -189,7 +193,10 @@ public final class IdempotentConsumer<K, V> {
       return this;
     }
 
-    /** How the idempotency key is derived; e.g. {@code header("id").orElse(sha256OfValue())}. */
+    /**
+     * How the idempotency key is derived; e.g. {@code header("id").orElse(sha256OfValue())}. A
+     * record without one is handled as {@link BatchConfig#noKeyPolicy} says.
+     */
     public Builder<K, V> key(KeyDerivation<K, V> keys) {
       this.keys = Objects.requireNonNull(keys, "keys");
       return this;
@@ -205,45 +212,22 @@ public final class IdempotentConsumer<K, V> {
       return this;
     }
 
-    /** What to do with records without a key. */
-    public Builder<K, V> noKeyPolicy(NoKeyPolicy policy) {
-      this.noKeyPolicy = Objects.requireNonNull(policy, "policy");
-      return this;
-    }
-
-    /** Where given-up records go. Required. */
-    public Builder<K, V> deadLetters(DeadLetterPublisher<K, V> publisher) {
+    /**
+     * Where given-up records go: {@link KafkaDeadLetters#to(org.apache.kafka.clients.producer.Producer)
+     * KafkaDeadLetters.to(producer)}, a {@code KafkaTemplateDeadLetterPublisher}, or your own
+     * (it must return only once the letter is durable, and throw otherwise). Required.
+     */
+    public Builder<K, V> deadLetters(DeadLetterPublisher<ConsumerRecord<K, V>> publisher) {
       this.deadLetters = Objects.requireNonNull(publisher, "publisher");
       return this;
     }
 
-    /** How many times the handler may fail retryably before the record is dead-lettered. */
-    public Builder<K, V> maxAttempts(int attempts) {
-      this.maxAttempts = Checks.positive(attempts, "maxAttempts");
-      return this;
-    }
-
-    /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
-    public Builder<K, V> retryBackoff(Duration initial, Duration max) {
-      Checks.backoff(initial, max);
-      this.initialBackoff = initial;
-      this.maxBackoff = max;
-      return this;
-    }
-
-    /** How long to wait before looking again at a record in progress on another consumer. */
-    public Builder<K, V> inProgressBackoff(Duration backoff) {
-      this.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
-      return this;
-    }
-
     /**
-     * True (the default): one {@code claimAll} per batch. False: one claim per record just before
-     * it runs, as {@link Once#call} does; for comparison (benchmarks) and stores without a batch
-     * claim.
+     * How records are retried, given up on and claimed (attempts, backoffs, records without a
+     * key, batch claims). Default: {@link BatchConfig#defaults()}.
      */
-    public Builder<K, V> batchClaims(boolean batchClaims) {
-      this.batchClaims = batchClaims;
+    public Builder<K, V> config(BatchConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
       return this;
     }
 
@@ -261,11 +245,24 @@ public final class IdempotentConsumer<K, V> {
     public IdempotentConsumer<K, V> build() {
       if (deadLetters == null) {
         throw new IllegalStateException("a dead-letter publisher is required:"
-            + " deadLetters(DeadLetterPublisher.to(producer))");
+            + " deadLetters(KafkaDeadLetters.to(producer))");
       }
-      return new IdempotentConsumer<>(once, new Settings<>(handler, scope, keys, fingerprint,
-          noKeyPolicy, deadLetters, maxAttempts, initialBackoff, maxBackoff, inProgressBackoff,
-          batchClaims, pollTimeout));
+      KeyDerivation<K, V> derivation = keys;
+      BatchExecutor<ConsumerRecord<K, V>> executor = BatchExecutor.builder(once, handler)
+          .key(derivation::keyOf)
+          .fingerprint(fingerprint)
+          .deadLetters(deadLetters)
+          .config(config)
+          // A partition is an ordering group: after a record that is not final, the rest of its
+          // partition wait (the offset cannot pass it).
+          .orderedBy(r -> new TopicPartition(r.topic(), r.partition()))
+          .messageId(r -> new RecordId(r.topic(), r.partition(), r.offset()))
+          .build();
+      return new IdempotentConsumer<>(once, new BatchProcessor<>(once, executor,
+          new Settings(scope, pollTimeout)));
     }
+
+    /** A record's identity across redeliveries, for records processed without a key. */
+    private record RecordId(String topic, int partition, long offset) {}
   }
 }

@@ -12,7 +12,7 @@ import org.apache.kafka.common.header.Header;
 
 /**
  * Derives the idempotency key of a record, or answers null when the record carries none. The key
- * must be 1–255 printable ASCII characters; anything else counts as no key (see {@link NoKeyPolicy}).
+ * must be 1–255 printable ASCII characters; anything else counts as no key (see {@link dev.once.batch.NoKeyPolicy}).
  *
  * <pre>{@code
  * KeyDerivation.<String, Order>header("idempotency-key")

@@ -104,7 +104,7 @@ final class Broker {
   static String topic(String name, int partitions) {
     try {
       ADMIN.createTopics(List.of(new NewTopic(name, partitions, (short) 1),
-          new NewTopic(name + DeadLetterPublisher.DEFAULT_SUFFIX, 1, (short) 1))).all().get();
+          new NewTopic(name + KafkaDeadLetters.DEFAULT_SUFFIX, 1, (short) 1))).all().get();
     } catch (InterruptedException | ExecutionException e) {
       throw new IllegalStateException(e);
     }

@@ -8,6 +8,10 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.OnceListener;
+import dev.once.batch.BatchConfig;
+import dev.once.batch.DeadLetterPublisher;
+import dev.once.batch.MessageHandler;
+import dev.once.batch.NoKeyPolicy;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.IdempotencyRecord;
@@ -198,7 +202,7 @@ abstract class IdempotentConsumerContract {
         throw new IllegalStateException("downstream keeps failing");
       }
       effect(record, attempt);
-    }).maxAttempts(3).build();
+    }).config(retries().maxAttempts(3).build()).build();
     List<String> values = List.of("e0", "e1", "e2", "poison-terminal-3", "e4", "e5",
         "poison-retry-6", "e7", "e8", "e9");
     for (int i = 0; i < values.size(); i++) {
@@ -269,7 +273,7 @@ abstract class IdempotentConsumerContract {
         throw new PoisonException("card declined after the charge");
       }
       effect(record, attempt);
-    }).maxAttempts(3).build();
+    }).config(retries().maxAttempts(3).build()).build();
     Broker.send(topic, 0, "k-flaky", "flaky");
     Broker.send(topic, 0, "k-declined", "declined");
     start(consumer, group, topic);
@@ -651,7 +655,8 @@ abstract class IdempotentConsumerContract {
         attempts.add(attempt);
       }
       effect(record, attempt);
-    }).noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED).build(), group, topic);
+    }).config(retries().noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED).build()).build(), group,
+        topic);
 
     Await.until("everything committed", () -> Map.of(0, 2L).equals(Broker.committed(group)));
     assertThat(effects.counts()).as("no protection: both run").isEqualTo(Map.of("anonymous", 2));
@@ -728,16 +733,22 @@ abstract class IdempotentConsumerContract {
     };
   }
 
+  /** Short backoffs, so a test's retries take milliseconds. */
+  static BatchConfig.Builder retries() {
+    return BatchConfig.builder().retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .inProgressBackoff(Duration.ofMillis(50));
+  }
+
   IdempotentConsumer.Builder<String, String> consumer(Once once,
-      RecordHandler<String, String> handler) {
-    DeadLetterPublisher<String, String> kafka = DeadLetterPublisher.to(Broker.PRODUCER);
+      MessageHandler<ConsumerRecord<String, String>> handler) {
+    DeadLetterPublisher<ConsumerRecord<String, String>> kafka =
+        KafkaDeadLetters.to(Broker.PRODUCER);
     return IdempotentConsumer.builder(once, handler)
         .deadLetters(letter -> {
           kafka.publish(letter);
           deadLettersPublished.incrementAndGet();
         })
-        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
-        .inProgressBackoff(Duration.ofMillis(50))
+        .config(retries().build())
         .pollTimeout(Duration.ofMillis(100));
   }
 

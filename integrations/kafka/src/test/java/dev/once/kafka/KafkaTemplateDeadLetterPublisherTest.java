@@ -3,6 +3,8 @@ package dev.once.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.once.IdempotencyKey;
+import dev.once.batch.DeadLetter;
 import dev.once.kafka.spring.KafkaTemplateDeadLetterPublisher;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -100,19 +102,20 @@ class KafkaTemplateDeadLetterPublisherTest {
   void refusesATimeoutThatIsNotPositive() {
     KafkaTemplateDeadLetterPublisher<String, String> publisher =
         KafkaTemplateDeadLetterPublisher.to(new KafkaTemplate<>(producers("127.0.0.1:1")));
-    assertThat(publisher.timeout()).isEqualTo(DeadLetterPublisher.SEND_TIMEOUT);
+    assertThat(publisher.timeout()).isEqualTo(KafkaDeadLetters.SEND_TIMEOUT);
     assertThat(publisher.withTimeout(Duration.ofSeconds(3)).timeout())
         .isEqualTo(Duration.ofSeconds(3));
     assertThatThrownBy(() -> publisher.withTimeout(Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class);
   }
 
-  private static DeadLetter<String, String> letter(String topic, String key) {
+  private static DeadLetter<ConsumerRecord<String, String>> letter(String topic, String key) {
     RecordHeaders headers = new RecordHeaders();
     headers.add("trace", "t-1".getBytes(StandardCharsets.UTF_8));
     ConsumerRecord<String, String> record = new ConsumerRecord<>(topic, 0, 7L, 1_000L,
         TimestampType.CREATE_TIME, -1, -1, "order-1", "poison", headers, Optional.empty());
-    return new DeadLetter<>(record, DeadLetter.Reason.TERMINAL_FAILURE, key,
+    return new DeadLetter<>(record, DeadLetter.Reason.TERMINAL_FAILURE,
+        key == null ? null : IdempotencyKey.of("orders", key),
         "com.example.Poison", "cannot parse", 1);
   }
 

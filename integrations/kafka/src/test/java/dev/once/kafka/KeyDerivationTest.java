@@ -53,8 +53,8 @@ class KeyDerivationTest {
     assertThatThrownBy(builder::build).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("dead-letter publisher is required");
     assertThatThrownBy(() -> builder.scope("has space")).isInstanceOf(InvalidKeyException.class);
-    assertThatThrownBy(() -> builder.maxAttempts(0)).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> builder.retryBackoff(Duration.ofSeconds(2), Duration.ofSeconds(1)))
+    assertThatThrownBy(() -> builder.config(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> builder.pollTimeout(Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class);
     IdempotentConsumer<String, String> noScope = builder.deadLetters(letter -> {}).build();
     assertThatThrownBy(() -> noScope.process(List.of(record("v", "k"))))

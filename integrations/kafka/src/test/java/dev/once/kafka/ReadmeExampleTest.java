@@ -6,6 +6,7 @@ import dev.once.Attempt;
 import dev.once.FailurePolicy;
 import dev.once.InMemoryStore;
 import dev.once.Once;
+import dev.once.batch.BatchConfig;
 import dev.once.spi.IdempotencyStore;
 import dev.once.testkit.Await;
 import dev.once.testkit.MemoryEffects;
@@ -46,9 +47,11 @@ class ReadmeExampleTest {
             payments.charge(record.value(), attempt.key()))   // stable key for the gateway
         .key(KeyDerivation.<String, String>header("idempotency-key")
             .orElse(KeyDerivation.sha256OfValue()))
-        .deadLetters(DeadLetterPublisher.to(producer))       // payments → payments-dlt
-        .maxAttempts(5)
-        .retryBackoff(Duration.ofMillis(100), Duration.ofSeconds(5))
+        .deadLetters(KafkaDeadLetters.to(producer))          // payments → payments-dlt
+        .config(BatchConfig.builder()                        // optional; these are the defaults
+            .maxAttempts(5)
+            .retryBackoff(Duration.ofMillis(100), Duration.ofSeconds(5))
+            .build())
         .build();
     return consumer.loop(kafkaConsumer, List.of("payments"));  // enable.auto.commit=false
   }

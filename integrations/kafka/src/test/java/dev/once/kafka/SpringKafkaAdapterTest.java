@@ -30,7 +30,7 @@ class SpringKafkaAdapterTest {
     IdempotentConsumer<String, String> orders = IdempotentConsumer
         .builder(once, (ConsumerRecord<String, String> record, dev.once.Attempt attempt) ->
             shipping.ship(record.value(), attempt.key()))
-        .deadLetters(DeadLetterPublisher.to(producer))
+        .deadLetters(KafkaDeadLetters.to(producer))
         .build();
     ContainerProperties properties = new ContainerProperties(topic);
     properties.setAckMode(ContainerProperties.AckMode.MANUAL_IMMEDIATE); // the adapters ack
@@ -95,8 +95,8 @@ class SpringKafkaAdapterTest {
               }
               effects.record(record.value(), String.valueOf(record.partition()));
             })
-        .deadLetters(DeadLetterPublisher.to(Broker.PRODUCER))
-        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .deadLetters(KafkaDeadLetters.to(Broker.PRODUCER))
+        .config(IdempotentConsumerContract.retries().build())
         .build();
     ContainerProperties properties = new ContainerProperties(topic);
     properties.setAckMode(ContainerProperties.AckMode.MANUAL_IMMEDIATE);

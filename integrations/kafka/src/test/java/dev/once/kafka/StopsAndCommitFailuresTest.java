@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.once.InMemoryStore;
 import dev.once.Once;
+import dev.once.batch.MessageHandler;
 import dev.once.testkit.Await;
 import dev.once.testkit.ManualClock;
 import java.time.Duration;
@@ -50,9 +51,10 @@ class StopsAndCommitFailuresTest {
     effects.computeIfAbsent(record.value(), v -> new AtomicInteger()).incrementAndGet();
   }
 
-  private IdempotentConsumer.Builder<String, String> consumer(RecordHandler<String, String> h) {
+  private IdempotentConsumer.Builder<String, String> consumer(
+      MessageHandler<ConsumerRecord<String, String>> h) {
     return IdempotentConsumer.builder(once, h).deadLetters(letter -> {})
-        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .config(IdempotentConsumerContract.retries().build())
         .pollTimeout(Duration.ofMillis(100));
   }
 

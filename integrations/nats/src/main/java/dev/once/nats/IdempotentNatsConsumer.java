@@ -4,10 +4,10 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.Once;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.BatchOutcome;
 import dev.once.batch.MessageHandler;
-import dev.once.batch.NoKeyPolicy;
 import dev.once.nats.internal.NatsBatchProcessor;
 import dev.once.nats.internal.Settings;
 import dev.once.spi.Checks;
@@ -137,7 +137,7 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
         try {
           processor.process(batch, stopRequested::get);
         } catch (RuntimeException e) {
-          pause(settings.initialBackoff()); // logged, and the batch nak'd, by the processor
+          pause(settings.config().initialBackoff()); // logged, and the batch nak'd, by the processor
         }
       }
     } finally {
@@ -232,9 +232,9 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
    * Builds an {@link IdempotentNatsConsumer}. Required: {@link #connection}, {@link #stream},
    * {@link #consumer}. Defaults: scope {@code <stream>.<consumer>}; key from the
    * {@value KeyDerivation#DEFAULT_HEADER} header; fingerprint = SHA-256 of the payload; messages
-   * without a key dead-lettered; dead letters to {@code dlq.<original subject>}; 5 attempts;
-   * retry backoff 100 ms doubling to 5 s; messages in progress elsewhere looked at again after
-   * 1 s (or at their lease end); batches of up to 100 messages; fetches waiting up to 1 s.
+   * dead letters to {@code dlq.<original subject>}; {@link BatchConfig#defaults()} (a retry's
+   * backoff and an in-progress message's wait are the nak delay); batches of up to 100 messages;
+   * fetches waiting up to 1 s.
    */
   public static final class Builder {
     /** Default number of messages per fetch (and per {@code claimAll}). */
@@ -253,13 +253,9 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
     private KeyDerivation keys = KeyDerivation.header(KeyDerivation.DEFAULT_HEADER);
     private Function<Message, Fingerprint> fingerprint = m -> Fingerprint.of(
         m.getData() == null ? new byte[0] : m.getData());
-    private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
     private Function<Message, String> deadLetterSubject =
         m -> DEFAULT_DEAD_LETTER_PREFIX + m.getSubject();
-    private int maxAttempts = BatchExecutor.Builder.DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = BatchExecutor.Builder.DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = BatchExecutor.Builder.DEFAULT_MAX_BACKOFF;
-    private Duration inProgressBackoff = BatchExecutor.Builder.DEFAULT_IN_PROGRESS_BACKOFF;
+    private BatchConfig config = BatchConfig.defaults();
     private int batchSize = DEFAULT_BATCH_SIZE;
     private Duration fetchTimeout = DEFAULT_FETCH_TIMEOUT;
     private boolean inProgressAcks = true;
@@ -313,12 +309,6 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
       return this;
     }
 
-    /** What to do with messages without a key. */
-    public Builder noKeyPolicy(NoKeyPolicy policy) {
-      this.noKeyPolicy = Objects.requireNonNull(policy, "policy");
-      return this;
-    }
-
     /**
      * The subject each given-up message is published to. It must be captured by a stream (the
      * publish waits for that stream's acknowledgement; without one it fails and the message is
@@ -329,23 +319,13 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
       return this;
     }
 
-    /** How many times the handler may fail retryably before the message is dead-lettered. */
-    public Builder maxAttempts(int attempts) {
-      this.maxAttempts = Checks.positive(attempts, "maxAttempts");
-      return this;
-    }
-
-    /** Backoff between retries (the nak delay): {@code initial}, doubling up to {@code max}. */
-    public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.backoff(initial, max);
-      this.initialBackoff = initial;
-      this.maxBackoff = max;
-      return this;
-    }
-
-    /** How long to wait (the nak delay) before looking again at a message in progress elsewhere. */
-    public Builder inProgressBackoff(Duration backoff) {
-      this.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
+    /**
+     * How messages are retried, given up on and claimed (attempts, backoffs, messages without a
+     * key, batch claims); a retry's backoff, and the wait before looking again at a message in
+     * progress elsewhere, are the nak delay. Default: {@link BatchConfig#defaults()}.
+     */
+    public Builder config(BatchConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
       return this;
     }
 
@@ -398,8 +378,7 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
         }
       }
       return new IdempotentNatsConsumer(once, new Settings(handler, connection, stream, consumer,
-          keyScope, keys, fingerprint, noKeyPolicy, deadLetterSubject, maxAttempts,
-          initialBackoff, maxBackoff, inProgressBackoff, batchSize, fetchTimeout,
+          keyScope, keys, fingerprint, deadLetterSubject, config, batchSize, fetchTimeout,
           inProgressAcks));
     }
 

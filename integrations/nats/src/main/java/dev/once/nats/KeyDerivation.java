@@ -10,7 +10,7 @@ import java.util.Objects;
 /**
  * Derives the idempotency key of a JetStream message, or answers null when the message carries
  * none. The key must be 1–255 printable ASCII characters; anything else counts as no key (see
- * {@link IdempotentNatsConsumer.Builder#noKeyPolicy}).
+ * {@link dev.once.batch.BatchConfig#noKeyPolicy}).
  *
  * <pre>{@code
  * KeyDerivation.header("Idempotency-Key").orElse(KeyDerivation.sha256OfData())

@@ -8,6 +8,7 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.OnceListener;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.DeadLetter;
 import dev.once.batch.MessageHandler;
 import dev.once.nats.Broker.Topology;
@@ -268,7 +269,7 @@ abstract class IdempotentNatsConsumerContract {
     start(consumer(once(), t, (message, attempt) -> {
       calls.incrementAndGet();
       throw new IllegalStateException("downstream keeps failing");
-    }).maxAttempts(3));
+    }).config(RETRIES.toBuilder().maxAttempts(3).build()));
 
     Await.until("dead-lettered and settled",
         () -> Broker.messages(t.deadLetterStream()) == 1 && Broker.allSettled(t));
@@ -359,7 +360,7 @@ abstract class IdempotentNatsConsumerContract {
     start(consumer(once, t, (message, attempt) -> {
       handledAtDelivery.add(message.metaData().deliveredCount());
       effect(message, attempt);
-    }).inProgressBackoff(backoff));
+    }).config(RETRIES.toBuilder().inProgressBackoff(backoff).build()));
 
     Await.until("k1 found in progress three times", () -> inProgressAt.size() >= 3);
     assertThat(effects.counts()).isEmpty();
@@ -491,9 +492,13 @@ abstract class IdempotentNatsConsumerContract {
         .connection(connection)
         .stream(t.stream())
         .consumer(t.consumer())
-        .retryBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
-        .inProgressBackoff(Duration.ofMillis(100));
+        .config(RETRIES);
   }
+
+  /** Short backoffs, so a test's retries take milliseconds. */
+  static final BatchConfig RETRIES = BatchConfig.builder()
+      .retryBackoff(Duration.ofMillis(20), Duration.ofMillis(100))
+      .inProgressBackoff(Duration.ofMillis(100)).build();
 
   Future<?> start(IdempotentNatsConsumer.Builder builder) {
     IdempotentNatsConsumer consumer = builder.build();

@@ -6,6 +6,7 @@ import dev.once.Attempt;
 import dev.once.FailurePolicy;
 import dev.once.InMemoryStore;
 import dev.once.Once;
+import dev.once.batch.BatchConfig;
 import dev.once.nats.Broker.Topology;
 import dev.once.spi.IdempotencyStore;
 import dev.once.testkit.Await;
@@ -47,7 +48,9 @@ class ReadmeExampleTest {
         .stream(stream)                      // e.g. "ORDERS"
         .consumer("worker")                  // durable pull consumer, AckPolicy.Explicit
         .key(KeyDerivation.header("Nats-Msg-Id").orElse(KeyDerivation.sha256OfData()))
-        .maxAttempts(5)                      // then dead-lettered to dlq.<subject>
+        .config(BatchConfig.builder()
+            .maxAttempts(5)                  // then dead-lettered to dlq.<subject>
+            .build())
         .build();
   }
   // --8<-- [end:consumer]

@@ -7,10 +7,10 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.Once;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.DeadLetterPublisher;
 import dev.once.batch.MessageHandler;
-import dev.once.batch.NoKeyPolicy;
 import dev.once.rabbitmq.internal.ConfirmedPublisher;
 import dev.once.rabbitmq.internal.ConsumerWorker;
 import dev.once.rabbitmq.internal.DeadLetterMessages;
@@ -36,7 +36,7 @@ import java.util.function.Function;
  * replayed (a duplicate), or dead-lettered. Any other — in progress on another consumer, failed
  * retryably, not stored — is held unacknowledged until its retry time and then requeued
  * ({@code basicNack(requeue=true)}), never in a hot loop; a retryable failure is dead-lettered
- * after {@link Builder#maxAttempts} attempts (counted in the store). Dead letters go to the
+ * after {@link BatchConfig#maxAttempts} handler runs (counted in the store). Dead letters go to the
  * {@linkplain Builder#deadLetterExchange dead-letter exchange} with publisher confirms before the
  * failure is stored and the original acknowledged; they carry {@link DeadLetterHeaders}.
  *
@@ -50,6 +50,10 @@ import java.util.function.Function;
  *   ...
  * }
  * }</pre>
+ *
+ * <p>How messages are retried, given up on and claimed is core's {@link BatchConfig}
+ * ({@link Builder#config}), the same for every broker; this builder's own settings are
+ * RabbitMQ's.
  *
  * Thread-safe: start as many subscriptions as you like, on one connection or several; each has its
  * own channel and worker thread.
@@ -118,9 +122,8 @@ public final class IdempotentRabbitConsumer {
   /**
    * Builds an {@link IdempotentRabbitConsumer}. Defaults: scope = the queue name; key = the
    * {@code message-id} property; fingerprint = SHA-256 of the body; messages without a key
-   * dead-lettered; prefetch 100; linger 5 ms; 5 attempts; retry backoff 100 ms doubling to 5 s;
-   * messages in progress elsewhere looked at again after 1 s (or at the holder's lease end); batch
-   * claims; dead letters routed with the queue name; confirm timeout 10 s; close timeout 30 s.
+   * dead-lettered; prefetch 100; linger 5 ms; {@link BatchConfig#defaults()}; dead letters routed
+   * with the queue name; confirm timeout 10 s; close timeout 30 s.
    * The queue and a dead-letter exchange (or publisher) are required.
    */
   public static final class Builder {
@@ -139,17 +142,12 @@ public final class IdempotentRabbitConsumer {
     private String scope;
     private Function<Delivery, String> keys = Builder::messageId;
     private Function<Delivery, Fingerprint> fingerprint = d -> Fingerprint.of(d.getBody());
-    private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
     private String deadLetterExchange;
     private String deadLetterRoutingKey;
     private DeadLetterPublisher<Delivery> deadLetters;
     private int prefetch = DEFAULT_PREFETCH;
     private Duration linger = DEFAULT_LINGER;
-    private int maxAttempts = BatchExecutor.Builder.DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = BatchExecutor.Builder.DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = BatchExecutor.Builder.DEFAULT_MAX_BACKOFF;
-    private Duration inProgressBackoff = BatchExecutor.Builder.DEFAULT_IN_PROGRESS_BACKOFF;
-    private boolean batchClaims = true;
+    private BatchConfig config = BatchConfig.defaults();
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
     private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
 
@@ -191,7 +189,7 @@ public final class IdempotentRabbitConsumer {
 
     /**
      * The key derived by {@code keys} (e.g. from a field of the body); null, or an exception,
-     * means the message has none (see {@link #noKeyPolicy}).
+     * means the message has none (see {@link BatchConfig#noKeyPolicy}).
      */
     public Builder key(Function<Delivery, String> keys) {
       this.keys = Objects.requireNonNull(keys, "keys");
@@ -204,12 +202,6 @@ public final class IdempotentRabbitConsumer {
      */
     public Builder fingerprint(Function<Delivery, Fingerprint> fingerprint) {
       this.fingerprint = Objects.requireNonNull(fingerprint, "fingerprint");
-      return this;
-    }
-
-    /** What to do with messages without a key (default: dead-letter them). */
-    public Builder noKeyPolicy(NoKeyPolicy policy) {
-      this.noKeyPolicy = Objects.requireNonNull(policy, "policy");
       return this;
     }
 
@@ -262,32 +254,13 @@ public final class IdempotentRabbitConsumer {
       return this;
     }
 
-    /** How many times the handler may fail retryably before the message is dead-lettered. */
-    public Builder maxAttempts(int attempts) {
-      this.maxAttempts = Checks.positive(attempts, "maxAttempts");
-      return this;
-    }
-
-    /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
-    public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.backoff(initial, max);
-      this.initialBackoff = initial;
-      this.maxBackoff = max;
-      return this;
-    }
-
-    /** How long to hold a message in progress on another consumer before it is requeued. */
-    public Builder inProgressBackoff(Duration backoff) {
-      this.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
-      return this;
-    }
-
     /**
-     * True (the default): one {@code claimAll} and one {@code completeAll} per batch. False: one
-     * claim per message just before it runs and one completion after; for comparison.
+     * How messages are retried, given up on and claimed (attempts, backoffs, messages without a
+     * key, batch claims). A message not final is held unacknowledged until its retry time, then
+     * requeued. Default: {@link BatchConfig#defaults()}.
      */
-    public Builder batchClaims(boolean batchClaims) {
-      this.batchClaims = batchClaims;
+    public Builder config(BatchConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
       return this;
     }
 
@@ -330,18 +303,14 @@ public final class IdempotentRabbitConsumer {
       }
       Settings settings = new Settings(queue, effectiveScope, prefetch, linger,
           deadLetterExchange, deadLetterRoutingKey == null ? queue : deadLetterRoutingKey,
-          deadLetters, confirmTimeout, closeTimeout, initialBackoff);
+          deadLetters, confirmTimeout, closeTimeout, config.initialBackoff());
       DeliveryProcessor processor = new DeliveryProcessor(settings);
       processor.executor(BatchExecutor.builder(once, handler)
           .scope(effectiveScope)
           .key(keys)
           .fingerprint(fingerprint)
-          .noKeyPolicy(noKeyPolicy)
           .deadLetters(deadLetters != null ? deadLetters : processor::publish)
-          .maxAttempts(maxAttempts)
-          .retryBackoff(initialBackoff, maxBackoff)
-          .inProgressBackoff(inProgressBackoff)
-          .batchClaims(batchClaims)
+          .config(config)
           // No ordering groups: a queue has no partitions, and RabbitMQ itself does not keep
           // order across a requeue. The batch still runs in delivery order.
           // A message processed without a key is known again by its body.

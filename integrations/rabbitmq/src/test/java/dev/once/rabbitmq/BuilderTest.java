@@ -50,8 +50,7 @@ class BuilderTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("65535");
     assertThatThrownBy(() -> builder.linger(Duration.ofMillis(-1)))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> builder.retryBackoff(Duration.ofSeconds(2), Duration.ofSeconds(1)))
-        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> builder.config(null)).isInstanceOf(NullPointerException.class);
   }
 
   @Test

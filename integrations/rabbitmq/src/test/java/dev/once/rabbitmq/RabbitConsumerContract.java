@@ -13,6 +13,7 @@ import dev.once.IdempotencyKey;
 import dev.once.KeyReusedException;
 import dev.once.Once;
 import dev.once.OnceListener;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.MessageHandler;
 import dev.once.rabbitmq.spring.OnceRabbitListener;
 import dev.once.spi.Claim;
@@ -336,7 +337,7 @@ abstract class RabbitConsumerContract {
     Subscription subscription = start(consumer(once(new Counts()), (d, attempt) -> {
       calls.incrementAndGet();
       throw new IllegalStateException("downstream keeps failing");
-    }).maxAttempts(3).key(d -> {
+    }).config(RETRIES.toBuilder().maxAttempts(3).build()).key(d -> {
       deliveries.incrementAndGet(); // asked once per delivery
       return d.getProperties().getMessageId();
     }).build());
@@ -561,7 +562,7 @@ abstract class RabbitConsumerContract {
           effects.record(body);
         })
         .scope(queue).deadLetterExchange(topology.deadLetterExchange())
-        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+        .config(RETRIES)
         .build());
     Rabbit.publish(queue, "m0", "e0");
     Rabbit.publish(queue, "m1", "poison-1");
@@ -604,6 +605,11 @@ abstract class RabbitConsumerContract {
 
   // ---------------------------------------------------------------------------------------------
 
+  /** Short backoffs, so a test's retries take milliseconds. */
+  static final BatchConfig RETRIES = BatchConfig.builder()
+      .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
+      .inProgressBackoff(Duration.ofMillis(50)).build();
+
   Once once(Counts counts) {
     return once(Clock.systemUTC(), counts);
   }
@@ -617,8 +623,7 @@ abstract class RabbitConsumerContract {
         .queue(queue)
         .deadLetterExchange(topology.deadLetterExchange())
         .prefetch(50)
-        .retryBackoff(Duration.ofMillis(10), Duration.ofMillis(50))
-        .inProgressBackoff(Duration.ofMillis(50));
+        .config(RETRIES);
   }
 
   Subscription start(IdempotentRabbitConsumer consumer) {

@@ -1,12 +1,13 @@
 package dev.once.spring;
 
-import dev.once.batch.BatchExecutor;
+import dev.once.batch.BatchConfig;
+import dev.once.batch.NoKeyPolicy;
 import java.time.Duration;
 
 /**
  * The properties every idempotent consumer of the starter shares ({@code once.kafka.*},
- * {@code once.rabbitmq.*}): they only pre-fill the adapter's builder; every default is the
- * adapter's own (the batch engine's).
+ * {@code once.rabbitmq.*}): the adapter's {@link BatchConfig} ({@link #toBatchConfig()}), and
+ * the scope. Every default is {@link BatchConfig#defaults()}.
  */
 public abstract class OnceConsumerProperties {
 
@@ -17,10 +18,13 @@ public abstract class OnceConsumerProperties {
   private String scope;
 
   /** How many times a handler may fail retryably before the message is dead-lettered. */
-  private int maxAttempts = BatchExecutor.Builder.DEFAULT_MAX_ATTEMPTS;
+  private int maxAttempts = BatchConfig.DEFAULT_MAX_ATTEMPTS;
 
   /** How long before looking again at a message in progress on another consumer. */
-  private Duration inProgressBackoff = BatchExecutor.Builder.DEFAULT_IN_PROGRESS_BACKOFF;
+  private Duration inProgressBackoff = BatchConfig.DEFAULT_IN_PROGRESS_BACKOFF;
+
+  /** What to do with a message without a key: dead-letter (the default) or process-unprotected. */
+  private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
 
   /** One claim per batch (true), or one per message just before it runs (false). */
   private boolean batchClaims = true;
@@ -67,16 +71,39 @@ public abstract class OnceConsumerProperties {
     this.batchClaims = batchClaims;
   }
 
+  public NoKeyPolicy getNoKeyPolicy() {
+    return noKeyPolicy;
+  }
+
+  public void setNoKeyPolicy(NoKeyPolicy noKeyPolicy) {
+    this.noKeyPolicy = noKeyPolicy;
+  }
+
   public RetryBackoff getRetryBackoff() {
     return retryBackoff;
+  }
+
+  /**
+   * The engine settings these properties name.
+   *
+   * @throws IllegalArgumentException if one is invalid (the config builder's message names it)
+   */
+  public BatchConfig toBatchConfig() {
+    return BatchConfig.builder()
+        .maxAttempts(maxAttempts)
+        .retryBackoff(retryBackoff.getInitial(), retryBackoff.getMax())
+        .inProgressBackoff(inProgressBackoff)
+        .noKeyPolicy(noKeyPolicy)
+        .batchClaims(batchClaims)
+        .build();
   }
 
   /** {@code *.retry-backoff.*}: the pause before a failed message runs again, doubling. */
   public static class RetryBackoff {
     /** The first pause. */
-    private Duration initial = BatchExecutor.Builder.DEFAULT_INITIAL_BACKOFF;
+    private Duration initial = BatchConfig.DEFAULT_INITIAL_BACKOFF;
     /** The longest pause. */
-    private Duration max = BatchExecutor.Builder.DEFAULT_MAX_BACKOFF;
+    private Duration max = BatchConfig.DEFAULT_MAX_BACKOFF;
 
     public Duration getInitial() {
       return initial;

@@ -4,10 +4,9 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.Scheduler;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.MessageHandler;
-import dev.once.batch.NoKeyPolicy;
-import dev.once.spi.Checks;
 import dev.once.sqs.internal.ConsumerLoop;
 import dev.once.sqs.internal.MessageKeys;
 import dev.once.sqs.internal.Settings;
@@ -135,20 +134,23 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
    * Builds an {@link IdempotentSqsConsumer}. Defaults: scope = the queue's name; key = the FIFO
    * {@code MessageDeduplicationId} if present, else the message attribute
    * {@value #DEFAULT_KEY_ATTRIBUTE}, else the SQS message id; fingerprint = SHA-256 of the body;
-   * messages without a key dead-lettered; no dead-letter queue; 5 attempts; retry backoff 1 s
-   * doubling to 60 s; a message in progress elsewhere looked at again after the visibility timeout
-   * (or at the holder's lease end); batch claims; one receive per batch (10 messages); long polls
+   * no dead-letter queue; {@link #DEFAULT_CONFIG}; one receive per batch (10 messages); long polls
    * of 20 s; visibility timeout 30 s, extended every 10 s while the batch runs.
    */
   public static final class Builder {
     /** Default message attribute carrying the producer's idempotency key. */
     public static final String DEFAULT_KEY_ATTRIBUTE = "idempotency-key";
-    /** Default number of attempts before a retryable failure is dead-lettered. */
-    public static final int DEFAULT_MAX_ATTEMPTS = 5;
-    /** Default first retry backoff (SQS counts visibility in whole seconds). */
-    public static final Duration DEFAULT_INITIAL_BACKOFF = Duration.ofSeconds(1);
-    /** Default longest retry backoff. */
-    public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(60);
+    /**
+     * Core's {@link BatchConfig#defaults()} with two changes for SQS, where visibility counts in
+     * whole seconds and every receive counts towards the queue's {@code maxReceiveCount}: retry
+     * backoff 1 s doubling to 60 s (instead of 100 ms to 5 s), and a message in progress on
+     * another consumer received again after 30 s, the default visibility timeout (instead of
+     * 1 s), or at the holder's lease end if sooner.
+     */
+    public static final BatchConfig DEFAULT_CONFIG = BatchConfig.builder()
+        .retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(60))
+        .inProgressBackoff(Duration.ofSeconds(30))
+        .build();
     /** Default number of messages per batch: one receive. */
     public static final int DEFAULT_BATCH_SIZE = 10;
     /** Default long-poll wait of a receive. */
@@ -170,13 +172,8 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
     private Function<Message, String> keys;
     private String keyAttribute = DEFAULT_KEY_ATTRIBUTE;
     private Function<Message, Fingerprint> fingerprint = m -> Fingerprint.of(m.body());
-    private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
     private String deadLetterQueueUrl;
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
-    private Duration inProgressBackoff;
-    private boolean batchClaims = true;
+    private BatchConfig config = DEFAULT_CONFIG;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private Duration waitTime = DEFAULT_WAIT_TIME;
     private Duration visibilityTimeout = DEFAULT_VISIBILITY_TIMEOUT;
@@ -202,7 +199,7 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
 
     /**
      * How the idempotency key is derived, instead of the default (see {@link Builder}). Returning
-     * null, or throwing, means the message has none: see {@link #noKeyPolicy}.
+     * null, or throwing, means the message has none: see {@link BatchConfig#noKeyPolicy}.
      */
     public Builder key(Function<Message, String> keys) {
       this.keys = Objects.requireNonNull(keys, "keys");
@@ -232,12 +229,6 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
       return this;
     }
 
-    /** What to do with messages without a key. */
-    public Builder noKeyPolicy(NoKeyPolicy policy) {
-      this.noKeyPolicy = Objects.requireNonNull(policy, "policy");
-      return this;
-    }
-
     /**
      * The queue messages given up on are sent to (terminal failure, retries used up, reused or
      * missing key), with their body, their attributes and why ({@link DeadLetterAttributes}),
@@ -250,39 +241,14 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
       return this;
     }
 
-    /** How many times the handler may fail retryably before the message is dead-lettered. */
-    public Builder maxAttempts(int attempts) {
-      this.maxAttempts = Checks.positive(attempts, "maxAttempts");
-      return this;
-    }
-
     /**
-     * Backoff between retries: {@code initial}, doubling up to {@code max}; applied as the
-     * message's visibility timeout, in whole seconds rounded up.
+     * How messages are retried, given up on and claimed (attempts, backoffs, messages without a
+     * key, batch claims). A retry's backoff becomes the message's visibility timeout, in whole
+     * seconds rounded up; every receive counts towards the queue's {@code maxReceiveCount}, so
+     * keep the in-progress backoff long. Default: {@link #DEFAULT_CONFIG}.
      */
-    public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.backoff(initial, max);
-      this.initialBackoff = initial;
-      this.maxBackoff = max;
-      return this;
-    }
-
-    /**
-     * How long before a message in progress on another consumer is received again (or at the
-     * holder's lease end, if sooner). Default: the visibility timeout. Every receive counts towards
-     * the queue's {@code maxReceiveCount}: keep it long.
-     */
-    public Builder inProgressBackoff(Duration backoff) {
-      this.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
-      return this;
-    }
-
-    /**
-     * True (the default): one {@code claimAll} and one {@code completeAll} per batch. False: one
-     * claim and one completion per message, as {@link Once#call} does; for comparison.
-     */
-    public Builder batchClaims(boolean batchClaims) {
-      this.batchClaims = batchClaims;
+    public Builder config(BatchConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
       return this;
     }
 
@@ -340,10 +306,7 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
           : m -> MessageKeys.defaultKey(m, attribute);
       return new IdempotentSqsConsumer(once, new Settings(sqs, queueUrl,
           scope != null ? scope : validScope(MessageKeys.queueName(queueUrl)), handler,
-          derivation, keyAttribute, fingerprint, noKeyPolicy, deadLetterQueueUrl, maxAttempts,
-          initialBackoff, maxBackoff,
-          inProgressBackoff != null ? inProgressBackoff : visibilityTimeout, batchClaims,
-          batchSize, waitTime, visibilityTimeout, scheduler));
+          derivation, keyAttribute, fingerprint, deadLetterQueueUrl, config, batchSize, waitTime, visibilityTimeout, scheduler));
     }
 
     private static String validScope(String queueName) {

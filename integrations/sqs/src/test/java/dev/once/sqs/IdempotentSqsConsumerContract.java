@@ -230,7 +230,8 @@ abstract class IdempotentSqsConsumerContract {
         throw new IllegalStateException("downstream keeps failing");
       }
       effect(message, attempt);
-    }).maxAttempts(3).retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(1))
+    }).config(IdempotentSqsConsumer.Builder.DEFAULT_CONFIG.toBuilder().maxAttempts(3)
+        .retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(1)).build())
         .deadLetterQueue(dlq).build());
 
     List<Message> dead = ElasticMq.drain(dlq, 1);
@@ -336,7 +337,8 @@ abstract class IdempotentSqsConsumerContract {
     start(consumer(once, queue, (message, attempt) -> {
       count(message);
       throw new PoisonException("cannot parse " + message.body());
-    }).retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(1)).build());
+    }).config(IdempotentSqsConsumer.Builder.DEFAULT_CONFIG.toBuilder()
+        .retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(1)).build()).build());
     ElasticMq.send(queue, "k1", "poison-1");
 
     List<Message> moved = ElasticMq.drain(redriveTarget, 1);

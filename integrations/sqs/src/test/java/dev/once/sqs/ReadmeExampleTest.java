@@ -43,7 +43,9 @@ class ReadmeExampleTest {
         .builder(once, sqs, queueUrl, (Message message, Attempt attempt) ->
             shipping.ship(message.body(), attempt.key()))    // stable key for the carrier
         .deadLetterQueue(dlqUrl)                             // rejected, retries used up
-        .maxAttempts(5)
+        .config(IdempotentSqsConsumer.Builder.DEFAULT_CONFIG.toBuilder()
+            .maxAttempts(5)                                  // then dead-lettered
+            .build())
         .build();                                            // run() it on a thread of its own
   }
   // --8<-- [end:consumer]

@@ -114,7 +114,7 @@ class ModuleBoundariesTest {
   }
 
   /** Every module's {@code target/classes}, one and two levels down from the project root. */
-  private static List<Path> compiledModules() throws IOException {
+  static List<Path> compiledModules() throws IOException {
     try (Stream<Path> dirs = Files.find(projectRoot(), 4, (p, a) -> a.isDirectory()
         && p.endsWith(Path.of("target", "classes")))) {
       return dirs.filter(p -> {

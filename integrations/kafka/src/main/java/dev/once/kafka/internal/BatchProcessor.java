@@ -5,7 +5,6 @@ import dev.once.batch.BatchExecutor;
 import dev.once.batch.BatchOutcome;
 import dev.once.batch.ItemResult;
 import dev.once.kafka.BatchResult;
-import dev.once.kafka.DeadLetter;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -26,33 +25,18 @@ import org.apache.kafka.common.TopicPartition;
 public final class BatchProcessor<K, V> {
 
   private final Once once;
-  private final Settings<K, V> settings;
   private final BatchExecutor<ConsumerRecord<K, V>> executor;
+  private final Settings settings;
 
-  public BatchProcessor(Once once, Settings<K, V> settings) {
+  /** Over {@code executor}, whose ordering group must be the record's partition. */
+  public BatchProcessor(Once once, BatchExecutor<ConsumerRecord<K, V>> executor,
+      Settings settings) {
     this.once = once;
+    this.executor = executor;
     this.settings = settings;
-    this.executor = BatchExecutor.<ConsumerRecord<K, V>>builder(once,
-            (r, attempt) -> settings.handler().handle(r, attempt))
-        .key(r -> settings.keys().keyOf(r))
-        .fingerprint(settings.fingerprint())
-        .noKeyPolicy(settings.noKeyPolicy() == dev.once.kafka.NoKeyPolicy.DEAD_LETTER
-            ? dev.once.batch.NoKeyPolicy.DEAD_LETTER
-            : dev.once.batch.NoKeyPolicy.PROCESS_UNPROTECTED)
-        .deadLetters(letter -> settings.deadLetters().publish(new DeadLetter<>(letter.message(),
-            DeadLetter.Reason.valueOf(letter.reason().name()),
-            letter.key() == null ? null : letter.key().key(), letter.exceptionClass(),
-            letter.exceptionMessage(), letter.attempts())))
-        .maxAttempts(settings.maxAttempts())
-        .retryBackoff(settings.initialBackoff(), settings.maxBackoff())
-        .inProgressBackoff(settings.inProgressBackoff())
-        .batchClaims(settings.batchClaims())
-        .orderedBy(r -> new TopicPartition(r.topic(), r.partition()))
-        .messageId(r -> new RecordId(r.topic(), r.partition(), r.offset()))
-        .build();
   }
 
-  public Settings<K, V> settings() {
+  public Settings settings() {
     return settings;
   }
 
@@ -116,6 +100,4 @@ public final class BatchProcessor<K, V> {
     return new BatchResult(commits, seekTo, retryAt, firstUnfinished, handled, replayed,
         deadLettered, unfinished);
   }
-
-  private record RecordId(String topic, int partition, long offset) {}
 }

@@ -1,7 +1,8 @@
 package dev.once.kafka.spring;
 
-import dev.once.kafka.DeadLetter;
-import dev.once.kafka.DeadLetterPublisher;
+import dev.once.batch.DeadLetter;
+import dev.once.batch.DeadLetterPublisher;
+import dev.once.kafka.KafkaDeadLetters;
 import dev.once.spi.Checks;
 import java.time.Duration;
 import java.util.Objects;
@@ -18,8 +19,8 @@ import org.springframework.kafka.support.SendResult;
 /**
  * A {@link DeadLetterPublisher} over Spring Kafka's {@link KafkaOperations} (a
  * {@link KafkaTemplate}, e.g. Spring Boot's): publishes each dead letter to the original topic's
- * name + {@value DeadLetterPublisher#DEFAULT_SUFFIX} (or the topic a function names), keeping the
- * record's key and value, with the {@link DeadLetter#headers()}, and returns only once the broker
+ * name + {@value KafkaDeadLetters#DEFAULT_SUFFIX} (or the topic a function names), keeping the
+ * record's key and value, with the {@link KafkaDeadLetters#headers headers}, and returns only once the broker
  * has acknowledged it, waiting up to {@link #timeout()}; otherwise it throws, and the original
  * record is not final and comes again.
  *
@@ -40,7 +41,8 @@ import org.springframework.kafka.support.SendResult;
  * @param <K> the record key type
  * @param <V> the record value type
  */
-public final class KafkaTemplateDeadLetterPublisher<K, V> implements DeadLetterPublisher<K, V> {
+public final class KafkaTemplateDeadLetterPublisher<K, V>
+    implements DeadLetterPublisher<ConsumerRecord<K, V>> {
 
   private final KafkaOperations<K, V> operations;
   private final Function<ConsumerRecord<K, V>, String> topic;
@@ -55,18 +57,18 @@ public final class KafkaTemplateDeadLetterPublisher<K, V> implements DeadLetterP
 
   /**
    * Publishes with {@code operations} to the original topic's name +
-   * {@value DeadLetterPublisher#DEFAULT_SUFFIX}, waiting up to
-   * {@link DeadLetterPublisher#SEND_TIMEOUT} for the acknowledgement.
+   * {@value KafkaDeadLetters#DEFAULT_SUFFIX}, waiting up to
+   * {@link KafkaDeadLetters#SEND_TIMEOUT} for the acknowledgement.
    */
   public static <K, V> KafkaTemplateDeadLetterPublisher<K, V> to(KafkaOperations<K, V> operations) {
-    return to(operations, record -> record.topic() + DEFAULT_SUFFIX);
+    return to(operations, record -> record.topic() + KafkaDeadLetters.DEFAULT_SUFFIX);
   }
 
   /** As {@link #to(KafkaOperations)}, to the topic {@code topic} names for each record. */
   public static <K, V> KafkaTemplateDeadLetterPublisher<K, V> to(KafkaOperations<K, V> operations,
       Function<ConsumerRecord<K, V>, String> topic) {
     return new KafkaTemplateDeadLetterPublisher<>(Objects.requireNonNull(operations, "operations"),
-        Objects.requireNonNull(topic, "topic"), SEND_TIMEOUT);
+        Objects.requireNonNull(topic, "topic"), KafkaDeadLetters.SEND_TIMEOUT);
   }
 
   /** This publisher, waiting up to {@code timeout} for each acknowledgement instead. */
@@ -88,11 +90,8 @@ public final class KafkaTemplateDeadLetterPublisher<K, V> implements DeadLetterP
    * @throws Exception the send's failure otherwise
    */
   @Override
-  public void publish(DeadLetter<K, V> letter) throws Exception {
-    ConsumerRecord<K, V> r = letter.record();
-    String to = Objects.requireNonNull(topic.apply(r), "the dead-letter topic of a record");
-    // No partition: the dead-letter topic may have fewer partitions; the key spreads records.
-    ProducerRecord<K, V> out = new ProducerRecord<>(to, null, r.key(), r.value(), letter.headers());
+  public void publish(DeadLetter<ConsumerRecord<K, V>> letter) throws Exception {
+    ProducerRecord<K, V> out = KafkaDeadLetters.record(letter, topic.apply(letter.message()));
     if (!operations.isTransactional()) {
       await(operations.send(out));
       return;

@@ -47,12 +47,9 @@ public final class NatsBatchProcessor implements AutoCloseable {
         .scope(settings.scope())
         .key(m -> settings.keys().keyOf(m))
         .fingerprint(settings.fingerprint())
-        .noKeyPolicy(settings.noKeyPolicy())
         .deadLetters(new JetStreamDeadLetters(this::jetStream, settings.deadLetterSubject(),
             settings.consumer()))
-        .maxAttempts(settings.maxAttempts())
-        .retryBackoff(settings.initialBackoff(), settings.maxBackoff())
-        .inProgressBackoff(settings.inProgressBackoff())
+        .config(settings.config())
         // Redeliveries are told apart by stream sequence (for messages processed without a key).
         .messageId(m -> m.isJetStream()
             ? m.metaData().getStream() + ":" + m.metaData().streamSequence() : m)
@@ -138,7 +135,7 @@ public final class NatsBatchProcessor implements AutoCloseable {
       LOG.log(System.Logger.Level.ERROR, "processing a batch of " + messages.size()
           + " messages failed; they are redelivered", e);
       for (Message message : messages) {
-        tryTo(() -> message.nakWithDelay(settings.initialBackoff()));
+        tryTo(() -> message.nakWithDelay(settings.config().initialBackoff()));
       }
       throw e;
     }

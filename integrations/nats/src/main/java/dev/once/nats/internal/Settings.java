@@ -1,8 +1,8 @@
 package dev.once.nats.internal;
 
 import dev.once.Fingerprint;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.MessageHandler;
-import dev.once.batch.NoKeyPolicy;
 import dev.once.nats.KeyDerivation;
 import io.nats.client.Connection;
 import io.nats.client.Message;
@@ -16,6 +16,5 @@ import java.util.function.Function;
  */
 public record Settings(MessageHandler<Message> handler, Connection connection, String stream,
     String consumer, String scope, KeyDerivation keys, Function<Message, Fingerprint> fingerprint,
-    NoKeyPolicy noKeyPolicy, Function<Message, String> deadLetterSubject, int maxAttempts,
-    Duration initialBackoff, Duration maxBackoff, Duration inProgressBackoff, int batchSize,
+    Function<Message, String> deadLetterSubject, BatchConfig config, int batchSize,
     Duration fetchTimeout, boolean inProgressAcks) {}

@@ -5,12 +5,12 @@ import com.rabbitmq.client.Channel;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
+import dev.once.batch.BatchConfig;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.BatchOutcome;
 import dev.once.batch.DeadLetter;
 import dev.once.batch.DeadLetterPublisher;
 import dev.once.batch.MessageHandler;
-import dev.once.batch.NoKeyPolicy;
 import dev.once.rabbitmq.DeadLetterHeaders;
 import dev.once.rabbitmq.internal.ConfirmedPublisher;
 import dev.once.rabbitmq.internal.DeadLetterMessages;
@@ -94,17 +94,13 @@ public final class OnceRabbitListener implements ChannelAwareBatchMessageListene
     this.deadLetterExchange = b.deadLetterExchange;
     this.deadLetterRoutingKey = b.deadLetterRoutingKey;
     this.confirmTimeout = b.confirmTimeout;
-    this.initialBackoff = b.initialBackoff;
+    this.initialBackoff = b.config.initialBackoff();
     this.executor = BatchExecutor.builder(b.once, b.handler)
         .scope(b.scope)
         .key(b.keys)
         .fingerprint(b.fingerprint)
-        .noKeyPolicy(b.noKeyPolicy)
         .deadLetters(b.deadLetters != null ? b.deadLetters : this::publish)
-        .maxAttempts(b.maxAttempts)
-        .retryBackoff(b.initialBackoff, b.maxBackoff)
-        .inProgressBackoff(b.inProgressBackoff)
-        .batchClaims(b.batchClaims)
+        .config(b.config)
         .messageId(m -> ByteBuffer.wrap(m.getBody()))
         .build();
     this.holds = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -266,10 +262,8 @@ public final class OnceRabbitListener implements ChannelAwareBatchMessageListene
 
   /**
    * Builds an {@link OnceRabbitListener}. Defaults: key = the {@code message-id} property;
-   * fingerprint = SHA-256 of the body; messages without a key dead-lettered; 5 attempts; retry
-   * backoff 100 ms doubling to 5 s; messages in progress elsewhere looked at again after 1 s (or
-   * at the holder's lease end); batch claims; dead letters routed with the consumer queue's name;
-   * confirm timeout 10 s. The scope and a dead-letter exchange (or publisher) are required.
+   * fingerprint = SHA-256 of the body; {@link BatchConfig#defaults()}; dead letters routed with
+   * the consumer queue's name; confirm timeout 10 s. The scope and a dead-letter exchange (or publisher) are required.
    */
   public static final class Builder {
     private final Once once;
@@ -277,15 +271,10 @@ public final class OnceRabbitListener implements ChannelAwareBatchMessageListene
     private String scope;
     private Function<Message, String> keys = m -> m.getMessageProperties().getMessageId();
     private Function<Message, Fingerprint> fingerprint = m -> Fingerprint.of(m.getBody());
-    private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
     private String deadLetterExchange;
     private String deadLetterRoutingKey;
     private DeadLetterPublisher<Message> deadLetters;
-    private int maxAttempts = BatchExecutor.Builder.DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = BatchExecutor.Builder.DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = BatchExecutor.Builder.DEFAULT_MAX_BACKOFF;
-    private Duration inProgressBackoff = BatchExecutor.Builder.DEFAULT_IN_PROGRESS_BACKOFF;
-    private boolean batchClaims = true;
+    private BatchConfig config = BatchConfig.defaults();
     private Duration confirmTimeout = Duration.ofSeconds(10);
 
     private Builder(Once once, MessageHandler<Message> handler) {
@@ -326,12 +315,6 @@ public final class OnceRabbitListener implements ChannelAwareBatchMessageListene
       return this;
     }
 
-    /** What to do with messages without a key (default: dead-letter them). */
-    public Builder noKeyPolicy(NoKeyPolicy policy) {
-      this.noKeyPolicy = Objects.requireNonNull(policy, "policy");
-      return this;
-    }
-
     /**
      * The exchange dead letters are published to, with publisher confirms and mandatory, carrying
      * {@link DeadLetterHeaders}. It must exist.
@@ -353,29 +336,12 @@ public final class OnceRabbitListener implements ChannelAwareBatchMessageListene
       return this;
     }
 
-    /** How many times the handler may fail retryably before the message is dead-lettered. */
-    public Builder maxAttempts(int attempts) {
-      this.maxAttempts = Checks.positive(attempts, "maxAttempts");
-      return this;
-    }
-
-    /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
-    public Builder retryBackoff(Duration initial, Duration max) {
-      Checks.backoff(initial, max);
-      this.initialBackoff = initial;
-      this.maxBackoff = max;
-      return this;
-    }
-
-    /** How long to hold a message in progress on another consumer before it is requeued. */
-    public Builder inProgressBackoff(Duration backoff) {
-      this.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
-      return this;
-    }
-
-    /** True (the default): one claim and one completion per batch; false: per message. */
-    public Builder batchClaims(boolean batchClaims) {
-      this.batchClaims = batchClaims;
+    /**
+     * How messages are retried, given up on and claimed (attempts, backoffs, messages without a
+     * key, batch claims). Default: {@link BatchConfig#defaults()}.
+     */
+    public Builder config(BatchConfig config) {
+      this.config = Objects.requireNonNull(config, "config");
       return this;
     }
 

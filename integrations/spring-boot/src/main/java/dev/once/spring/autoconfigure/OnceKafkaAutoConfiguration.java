@@ -1,7 +1,7 @@
 package dev.once.spring.autoconfigure;
 
 import dev.once.Once;
-import dev.once.kafka.DeadLetterPublisher;
+import dev.once.batch.DeadLetterPublisher;
 import dev.once.kafka.spring.KafkaTemplateDeadLetterPublisher;
 import dev.once.spring.kafka.OnceKafkaListeners;
 import dev.once.spring.kafka.OnceKafkaProperties;
@@ -57,7 +57,7 @@ public class OnceKafkaAutoConfiguration {
   @Bean
   @ConditionalOnMissingBean
   public OnceKafkaListeners onceKafkaListeners(Once once, OnceKafkaProperties properties,
-      ObjectProvider<DeadLetterPublisher<?, ?>> deadLetters) {
+      ObjectProvider<DeadLetterPublisher<?>> deadLetters) {
     return new OnceKafkaListeners(once, properties, deadLetters.getIfUnique());
   }
 }

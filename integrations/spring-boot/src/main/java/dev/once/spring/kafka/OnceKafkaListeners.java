@@ -1,14 +1,15 @@
 package dev.once.spring.kafka;
 
 import dev.once.Once;
-import dev.once.kafka.DeadLetterPublisher;
+import dev.once.batch.DeadLetterPublisher;
+import dev.once.batch.MessageHandler;
 import dev.once.kafka.IdempotentConsumer;
 import dev.once.kafka.KeyDerivation;
-import dev.once.kafka.RecordHandler;
 import dev.once.kafka.spring.KafkaTemplateDeadLetterPublisher;
 import dev.once.kafka.spring.OnceBatchListener;
 import dev.once.kafka.spring.OnceRecordListener;
 import java.util.Objects;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
  * Makes idempotent Spring Kafka listeners from a handler, with the context's {@link Once}, the
@@ -38,7 +39,7 @@ public final class OnceKafkaListeners {
 
   private final Once once;
   private final OnceKafkaProperties properties;
-  private final DeadLetterPublisher<?, ?> deadLetters;
+  private final DeadLetterPublisher<?> deadLetters;
 
   /**
    * Listeners over {@code once}, pre-filled from {@code properties}, dead-lettering through
@@ -47,7 +48,7 @@ public final class OnceKafkaListeners {
    * @throws IllegalArgumentException if a property is invalid (the builder's message)
    */
   public OnceKafkaListeners(Once once, OnceKafkaProperties properties,
-      DeadLetterPublisher<?, ?> deadLetters) {
+      DeadLetterPublisher<?> deadLetters) {
     this.once = Objects.requireNonNull(once, "once");
     this.properties = Objects.requireNonNull(properties, "properties");
     this.deadLetters = deadLetters;
@@ -56,19 +57,15 @@ public final class OnceKafkaListeners {
 
   /**
    * A builder for {@code handler}, pre-filled: the {@code Once}, the scope (if
-   * {@code once.kafka.scope} is set), the key header, the no-key policy, max attempts, backoffs,
-   * batch claims and the dead-letter publisher. Anything may be set again before
+   * {@code once.kafka.scope} is set), the key header, the {@code BatchConfig} (no-key policy, max
+   * attempts, backoffs, batch claims) and the dead-letter publisher. Anything may be set again before
    * {@link IdempotentConsumer.Builder#build()}.
    */
-  public <K, V> IdempotentConsumer.Builder<K, V> consumer(RecordHandler<K, V> handler) {
+  public <K, V> IdempotentConsumer.Builder<K, V> consumer(
+      MessageHandler<ConsumerRecord<K, V>> handler) {
     IdempotentConsumer.Builder<K, V> builder = IdempotentConsumer.builder(once, handler)
         .key(KeyDerivation.header(properties.getKeyHeader()))
-        .noKeyPolicy(properties.getNoKeyPolicy())
-        .maxAttempts(properties.getMaxAttempts())
-        .retryBackoff(properties.getRetryBackoff().getInitial(),
-            properties.getRetryBackoff().getMax())
-        .inProgressBackoff(properties.getInProgressBackoff())
-        .batchClaims(properties.isBatchClaims());
+        .config(properties.toBatchConfig());
     if (properties.getScope() != null && !properties.getScope().isBlank()) {
       builder.scope(properties.getScope());
     }
@@ -84,7 +81,8 @@ public final class OnceKafkaListeners {
    *
    * @throws IllegalStateException if there is no dead-letter publisher
    */
-  public <K, V> OnceBatchListener<K, V> batchListener(RecordHandler<K, V> handler) {
+  public <K, V> OnceBatchListener<K, V> batchListener(
+      MessageHandler<ConsumerRecord<K, V>> handler) {
     return new OnceBatchListener<>(consumer(handler).build());
   }
 
@@ -94,7 +92,8 @@ public final class OnceKafkaListeners {
    *
    * @throws IllegalStateException if there is no dead-letter publisher
    */
-  public <K, V> OnceRecordListener<K, V> recordListener(RecordHandler<K, V> handler) {
+  public <K, V> OnceRecordListener<K, V> recordListener(
+      MessageHandler<ConsumerRecord<K, V>> handler) {
     return new OnceRecordListener<>(consumer(handler).build());
   }
 
@@ -105,7 +104,7 @@ public final class OnceKafkaListeners {
 
   // The publisher bean is typed by the context's template; the handler's types must fit it.
   @SuppressWarnings("unchecked")
-  private <K, V> DeadLetterPublisher<K, V> deadLetters() {
-    return (DeadLetterPublisher<K, V>) deadLetters;
+  private <K, V> DeadLetterPublisher<ConsumerRecord<K, V>> deadLetters() {
+    return (DeadLetterPublisher<ConsumerRecord<K, V>>) deadLetters;
   }
 }

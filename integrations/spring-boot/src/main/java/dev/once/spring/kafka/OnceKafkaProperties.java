@@ -1,9 +1,8 @@
 package dev.once.spring.kafka;
 
-import dev.once.kafka.DeadLetterPublisher;
 import dev.once.kafka.IdempotentConsumer;
+import dev.once.kafka.KafkaDeadLetters;
 import dev.once.kafka.KeyDerivation;
-import dev.once.kafka.NoKeyPolicy;
 import dev.once.spring.OnceConsumerProperties;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -19,9 +18,6 @@ public class OnceKafkaProperties extends OnceConsumerProperties {
   /** The record header holding the idempotency key. */
   private String keyHeader = KeyDerivation.DEFAULT_HEADER;
 
-  /** What to do with a record without a key: dead-letter (the default) or process-unprotected. */
-  private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
-
   private final DeadLetter deadLetter = new DeadLetter();
 
   public String getKeyHeader() {
@@ -32,14 +28,6 @@ public class OnceKafkaProperties extends OnceConsumerProperties {
     this.keyHeader = keyHeader;
   }
 
-  public NoKeyPolicy getNoKeyPolicy() {
-    return noKeyPolicy;
-  }
-
-  public void setNoKeyPolicy(NoKeyPolicy noKeyPolicy) {
-    this.noKeyPolicy = noKeyPolicy;
-  }
-
   public DeadLetter getDeadLetter() {
     return deadLetter;
   }
@@ -47,9 +35,9 @@ public class OnceKafkaProperties extends OnceConsumerProperties {
   /** {@code once.kafka.dead-letter.*}: the publisher over the context's KafkaTemplate. */
   public static class DeadLetter {
     /** Appended to a record's topic to name its dead-letter topic: orders → orders-dlt. */
-    private String topicSuffix = DeadLetterPublisher.DEFAULT_SUFFIX;
+    private String topicSuffix = KafkaDeadLetters.DEFAULT_SUFFIX;
     /** How long a dead letter's send waits for the broker's acknowledgement. */
-    private Duration sendTimeout = DeadLetterPublisher.SEND_TIMEOUT;
+    private Duration sendTimeout = KafkaDeadLetters.SEND_TIMEOUT;
 
     public String getTopicSuffix() {
       return topicSuffix;

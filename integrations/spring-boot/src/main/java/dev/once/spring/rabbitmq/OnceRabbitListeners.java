@@ -49,19 +49,14 @@ public final class OnceRabbitListeners implements AutoCloseable {
 
   /**
    * A builder for {@code handler}, pre-filled: the {@code Once}, the scope (if
-   * {@code once.rabbitmq.scope} is set), the key source, the no-key policy, max attempts, backoffs,
-   * batch claims and the dead-letter exchange, routing key and confirm timeout. Anything may be
+   * {@code once.rabbitmq.scope} is set), the key source, the {@code BatchConfig} (no-key policy,
+   * max attempts, backoffs, batch claims) and the dead-letter exchange, routing key and confirm timeout. Anything may be
    * set again before {@link OnceRabbitListener.Builder#build()}. A listener built from it is the
    * caller's to close after its container stops (a {@code @Bean}'s is closed by the context).
    */
   public OnceRabbitListener.Builder builder(MessageHandler<Message> handler) {
     OnceRabbitListener.Builder builder = OnceRabbitListener.builder(once, handler)
-        .noKeyPolicy(properties.getNoKeyPolicy())
-        .maxAttempts(properties.getMaxAttempts())
-        .retryBackoff(properties.getRetryBackoff().getInitial(),
-            properties.getRetryBackoff().getMax())
-        .inProgressBackoff(properties.getInProgressBackoff())
-        .batchClaims(properties.isBatchClaims())
+        .config(properties.toBatchConfig())
         .confirmTimeout(properties.getDeadLetter().getConfirmTimeout());
     if (hasText(properties.getKeyHeader())) {
       builder.keyFromHeader(properties.getKeyHeader());

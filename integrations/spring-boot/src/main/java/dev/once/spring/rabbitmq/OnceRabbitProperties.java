@@ -1,6 +1,5 @@
 package dev.once.spring.rabbitmq;
 
-import dev.once.batch.NoKeyPolicy;
 import dev.once.rabbitmq.IdempotentRabbitConsumer;
 import dev.once.spring.OnceConsumerProperties;
 import java.time.Duration;
@@ -18,9 +17,6 @@ public class OnceRabbitProperties extends OnceConsumerProperties {
   /** The header holding the idempotency key; unset: the message-id property. */
   private String keyHeader;
 
-  /** What to do with a message without a key: dead-letter (the default) or process-unprotected. */
-  private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
-
   private final DeadLetter deadLetter = new DeadLetter();
 
   public String getKeyHeader() {
@@ -29,14 +25,6 @@ public class OnceRabbitProperties extends OnceConsumerProperties {
 
   public void setKeyHeader(String keyHeader) {
     this.keyHeader = keyHeader;
-  }
-
-  public NoKeyPolicy getNoKeyPolicy() {
-    return noKeyPolicy;
-  }
-
-  public void setNoKeyPolicy(NoKeyPolicy noKeyPolicy) {
-    this.noKeyPolicy = noKeyPolicy;
   }
 
   public DeadLetter getDeadLetter() {

@@ -1,6 +1,6 @@
 package dev.once.spring.kafka;
 
-import dev.once.kafka.DeadLetterPublisher;
+import dev.once.kafka.KafkaDeadLetters;
 import dev.once.kafka.KeyDerivation;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -108,7 +108,7 @@ final class KafkaBroker {
   static String topic(String name, int partitions) {
     try {
       ADMIN.createTopics(List.of(new NewTopic(name, partitions, (short) 1),
-          new NewTopic(name + DeadLetterPublisher.DEFAULT_SUFFIX, 1, (short) 1))).all().get();
+          new NewTopic(name + KafkaDeadLetters.DEFAULT_SUFFIX, 1, (short) 1))).all().get();
     } catch (InterruptedException | ExecutionException e) {
       throw new IllegalStateException(e);
     }

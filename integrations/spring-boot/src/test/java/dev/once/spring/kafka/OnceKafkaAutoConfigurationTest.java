@@ -8,15 +8,15 @@ import dev.once.FailurePolicy;
 import dev.once.IdempotencyKey;
 import dev.once.InMemoryStore;
 import dev.once.Once;
+import dev.once.batch.DeadLetterPublisher;
 import dev.once.kafka.DeadLetterHeaders;
-import dev.once.kafka.DeadLetterPublisher;
 import dev.once.kafka.IdempotentConsumer;
 import dev.once.kafka.spring.KafkaTemplateDeadLetterPublisher;
 import dev.once.kafka.spring.OnceRecordListener;
-import dev.once.testkit.Await;
 import dev.once.spring.OnceBuilderCustomizer;
 import dev.once.spring.autoconfigure.OnceAutoConfiguration;
 import dev.once.spring.autoconfigure.OnceKafkaAutoConfiguration;
+import dev.once.testkit.Await;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -246,7 +246,7 @@ class OnceKafkaAutoConfigurationTest {
 
   @Test
   void theApplicationsBeansWin() {
-    DeadLetterPublisher<String, String> own = letter -> { };
+    DeadLetterPublisher<ConsumerRecord<String, String>> own = letter -> { };
     runner.withBean("myDeadLetters", DeadLetterPublisher.class, () -> own).run(context -> {
       assertThat(context).hasNotFailed().doesNotHaveBean(KafkaTemplateDeadLetterPublisher.class);
       assertThat(context.getBean(DeadLetterPublisher.class)).isSameAs(own);

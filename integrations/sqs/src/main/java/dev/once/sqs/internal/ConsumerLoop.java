@@ -61,12 +61,8 @@ public final class ConsumerLoop {
         .scope(settings.scope())
         .key(settings.keys())
         .fingerprint(settings.fingerprint())
-        .noKeyPolicy(settings.noKeyPolicy())
         .deadLetters(deadLetters)
-        .maxAttempts(settings.maxAttempts())
-        .retryBackoff(settings.initialBackoff(), settings.maxBackoff())
-        .inProgressBackoff(settings.inProgressBackoff())
-        .batchClaims(settings.batchClaims())
+        .config(settings.config())
         .orderedBy(MessageKeys::group)
         .messageId(Message::messageId)
         .build();

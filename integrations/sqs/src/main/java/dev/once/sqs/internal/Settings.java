@@ -3,7 +3,7 @@ package dev.once.sqs.internal;
 import dev.once.Fingerprint;
 import dev.once.Scheduler;
 import dev.once.batch.MessageHandler;
-import dev.once.batch.NoKeyPolicy;
+import dev.once.batch.BatchConfig;
 import java.time.Duration;
 import java.util.function.Function;
 import software.amazon.awssdk.services.sqs.SqsClient;
@@ -18,7 +18,6 @@ import software.amazon.awssdk.services.sqs.model.Message;
  */
 public record Settings(SqsClient sqs, String queueUrl, String scope,
     MessageHandler<Message> handler, Function<Message, String> keys, String keyAttribute,
-    Function<Message, Fingerprint> fingerprint, NoKeyPolicy noKeyPolicy, String deadLetterQueueUrl,
-    int maxAttempts, Duration initialBackoff, Duration maxBackoff, Duration inProgressBackoff,
-    boolean batchClaims, int batchSize, Duration waitTime, Duration visibilityTimeout,
+    Function<Message, Fingerprint> fingerprint, String deadLetterQueueUrl, BatchConfig config,
+    int batchSize, Duration waitTime, Duration visibilityTimeout,
     Scheduler scheduler) {}
