@@ -173,7 +173,8 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
     private String keyAttribute = DEFAULT_KEY_ATTRIBUTE;
     private Function<Message, Fingerprint> fingerprint = m -> Fingerprint.of(m.body());
     private String deadLetterQueueUrl;
-    private BatchConfig config = DEFAULT_CONFIG;
+    /** The user's config, or null: {@link #DEFAULT_CONFIG}, in progress after the visibility. */
+    private BatchConfig config;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private Duration waitTime = DEFAULT_WAIT_TIME;
     private Duration visibilityTimeout = DEFAULT_VISIBILITY_TIMEOUT;
@@ -245,7 +246,10 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
      * How messages are retried, given up on and claimed (attempts, backoffs, messages without a
      * key, batch claims). A retry's backoff becomes the message's visibility timeout, in whole
      * seconds rounded up; every receive counts towards the queue's {@code maxReceiveCount}, so
-     * keep the in-progress backoff long. Default: {@link #DEFAULT_CONFIG}.
+     * keep the in-progress backoff long. Default: {@link #DEFAULT_CONFIG} with the in-progress
+     * backoff set to the {@linkplain #visibilityTimeout visibility timeout}. Start a config of
+     * your own from {@code DEFAULT_CONFIG.toBuilder()}, not {@code BatchConfig.builder()}, whose
+     * 100 ms and 1 s would spend receives towards {@code maxReceiveCount}.
      */
     public Builder config(BatchConfig config) {
       this.config = Objects.requireNonNull(config, "config");
@@ -306,7 +310,17 @@ public final class IdempotentSqsConsumer implements Runnable, AutoCloseable {
           : m -> MessageKeys.defaultKey(m, attribute);
       return new IdempotentSqsConsumer(once, new Settings(sqs, queueUrl,
           scope != null ? scope : validScope(MessageKeys.queueName(queueUrl)), handler,
-          derivation, keyAttribute, fingerprint, deadLetterQueueUrl, config, batchSize, waitTime, visibilityTimeout, scheduler));
+          derivation, keyAttribute, fingerprint, deadLetterQueueUrl, effectiveConfig(), batchSize,
+          waitTime, visibilityTimeout, scheduler));
+    }
+
+    /**
+     * The config given, else {@link #DEFAULT_CONFIG} with a message in progress elsewhere received
+     * again after the visibility timeout: a longer visibility means fewer receives spent on it.
+     */
+    private BatchConfig effectiveConfig() {
+      return config != null ? config
+          : DEFAULT_CONFIG.toBuilder().inProgressBackoff(visibilityTimeout).build();
     }
 
     private static String validScope(String queueName) {

@@ -5,14 +5,21 @@ import dev.once.batch.DeadLetterPublisher;
 import dev.once.kafka.spring.KafkaTemplateDeadLetterPublisher;
 import dev.once.spring.kafka.OnceKafkaListeners;
 import dev.once.spring.kafka.OnceKafkaProperties;
-import org.springframework.beans.factory.ObjectProvider;
+import java.util.List;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.autoconfigure.condition.SpringBootCondition;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
+import org.springframework.context.annotation.ConfigurationCondition;
+import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.kafka.core.KafkaOperations;
 
 /**
@@ -20,7 +27,8 @@ import org.springframework.kafka.core.KafkaOperations;
  * context has one {@link Once}: an {@link OnceKafkaListeners} from the {@code once.kafka.*}
  * {@link OnceKafkaProperties}, and a {@link KafkaTemplateDeadLetterPublisher} over the context's
  * {@code KafkaTemplate} (Spring Boot's) for its dead letters. Each backs off when the application
- * declares its own ({@link OnceKafkaListeners}, or any {@link DeadLetterPublisher});
+ * declares its own ({@link OnceKafkaListeners}, or a {@link DeadLetterPublisher} of
+ * {@code ConsumerRecord}s: another broker's publisher bean is not Kafka's);
  * {@code once.kafka.enabled=false} switches both off.
  */
 @AutoConfiguration(after = OnceAutoConfiguration.class,
@@ -38,7 +46,7 @@ public class OnceKafkaAutoConfiguration {
    * waiting up to {@code once.kafka.dead-letter.send-timeout} for the broker's acknowledgement.
    */
   @Bean
-  @ConditionalOnMissingBean(DeadLetterPublisher.class)
+  @Conditional(NoKafkaDeadLetterPublisher.class)
   @ConditionalOnSingleCandidate(KafkaOperations.class)
   public KafkaTemplateDeadLetterPublisher<Object, Object> onceKafkaDeadLetters(
       KafkaOperations<?, ?> operations, OnceKafkaProperties properties) {
@@ -57,7 +65,27 @@ public class OnceKafkaAutoConfiguration {
   @Bean
   @ConditionalOnMissingBean
   public OnceKafkaListeners onceKafkaListeners(Once once, OnceKafkaProperties properties,
-      ObjectProvider<DeadLetterPublisher<?>> deadLetters) {
-    return new OnceKafkaListeners(once, properties, deadLetters.getIfUnique());
+      ConfigurableListableBeanFactory beans) {
+    return new OnceKafkaListeners(once, properties, KafkaDeadLetterBeans.unique(beans));
+  }
+
+  /** No {@link DeadLetterPublisher} bean that takes Kafka records (see KafkaDeadLetterBeans). */
+  static final class NoKafkaDeadLetterPublisher extends SpringBootCondition
+      implements ConfigurationCondition {
+
+    @Override
+    public ConfigurationPhase getConfigurationPhase() {
+      return ConfigurationPhase.REGISTER_BEAN;
+    }
+
+    @Override
+    public ConditionOutcome getMatchOutcome(ConditionContext context,
+        AnnotatedTypeMetadata metadata) {
+      List<String> names = KafkaDeadLetterBeans.names(context.getBeanFactory());
+      return names.isEmpty()
+          ? ConditionOutcome.match("no DeadLetterPublisher of Kafka records")
+          : ConditionOutcome.noMatch("the application's DeadLetterPublisher of Kafka records "
+              + names);
+    }
   }
 }

@@ -59,7 +59,9 @@ public final class OnceKafkaListeners {
    * A builder for {@code handler}, pre-filled: the {@code Once}, the scope (if
    * {@code once.kafka.scope} is set), the key header, the {@code BatchConfig} (no-key policy, max
    * attempts, backoffs, batch claims) and the dead-letter publisher. Anything may be set again before
-   * {@link IdempotentConsumer.Builder#build()}.
+   * {@link IdempotentConsumer.Builder#build()}; to change one engine setting and keep the
+   * properties' others, start from them: {@code .config(properties.toBatchConfig().toBuilder()
+   * .maxAttempts(3).build())}, with the {@link OnceKafkaProperties} bean.
    */
   public <K, V> IdempotentConsumer.Builder<K, V> consumer(
       MessageHandler<ConsumerRecord<K, V>> handler) {

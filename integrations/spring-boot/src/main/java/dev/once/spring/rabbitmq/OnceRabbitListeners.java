@@ -51,7 +51,9 @@ public final class OnceRabbitListeners implements AutoCloseable {
    * A builder for {@code handler}, pre-filled: the {@code Once}, the scope (if
    * {@code once.rabbitmq.scope} is set), the key source, the {@code BatchConfig} (no-key policy,
    * max attempts, backoffs, batch claims) and the dead-letter exchange, routing key and confirm timeout. Anything may be
-   * set again before {@link OnceRabbitListener.Builder#build()}. A listener built from it is the
+   * set again before {@link OnceRabbitListener.Builder#build()} (to change one engine setting and
+   * keep the properties' others: {@code .config(properties.toBatchConfig().toBuilder()...build())},
+   * with the {@link OnceRabbitProperties} bean). A listener built from it is the
    * caller's to close after its container stops (a {@code @Bean}'s is closed by the context).
    */
   public OnceRabbitListener.Builder builder(MessageHandler<Message> handler) {

@@ -264,6 +264,39 @@ class OnceKafkaAutoConfigurationTest {
         });
   }
 
+  /**
+   * Core's publisher type is every broker's: an application's RabbitMQ or SQS publisher bean must
+   * neither switch off the Kafka template publisher nor be handed Kafka records (a cast that would
+   * fail at the first dead letter, and retry the record forever).
+   */
+  @Test
+  void anotherBrokersPublisherBeanIsNotKafkas() {
+    runner.withUserConfiguration(AnotherBrokersDeadLetters.class).run(context -> {
+      assertThat(context).hasNotFailed().hasSingleBean(KafkaTemplateDeadLetterPublisher.class);
+      OnceKafkaListeners listeners = context.getBean(OnceKafkaListeners.class);
+      assertThat(listeners.<String, String>consumer((r, a) -> { }).build()).isNotNull();
+    });
+    // With a Kafka publisher of its own beside it, the application's Kafka one is used.
+    DeadLetterPublisher<ConsumerRecord<String, String>> own = letter -> { };
+    runner.withUserConfiguration(AnotherBrokersDeadLetters.class)
+        .withBean("myDeadLetters", DeadLetterPublisher.class, () -> own).run(context -> {
+          assertThat(context).hasNotFailed().doesNotHaveBean(KafkaTemplateDeadLetterPublisher.class);
+          assertThat(context.getBean(OnceKafkaListeners.class)
+              .<String, String>consumer((r, a) -> { }).build()).isNotNull();
+        });
+  }
+
+  /** An application that also consumes another broker, with that broker's publisher bean. */
+  @Configuration(proxyBeanMethods = false)
+  static class AnotherBrokersDeadLetters {
+    @Bean
+    DeadLetterPublisher<String> rabbitDeadLetters() {
+      return letter -> {
+        throw new AssertionError("given a Kafka record: " + letter);
+      };
+    }
+  }
+
   @Test
   void withoutAKafkaTemplateAListenerNeedsAPublisher() {
     new ApplicationContextRunner()
