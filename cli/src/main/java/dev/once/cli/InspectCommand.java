@@ -1,11 +1,14 @@
 package dev.once.cli;
 
+import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.StoreUnavailableException;
 import dev.once.cli.StoreUris.OpenStore;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
+import dev.once.spi.Status;
+import dev.once.spi.StepJournal;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -34,7 +37,9 @@ import picocli.CommandLine.Spec;
     header = "Shows the records of idempotency keys.",
     description = {
         "Prints status, fencing token, lease, attempts, checkpoint, outcome and expiry of each "
-            + "key's record in scope --scope and tenant --tenant.",
+            + "key's record in scope --scope and tenant --tenant; for work with durable steps, "
+            + "the step journal: each step's state and result, the failure being compensated, "
+            + "failed compensation attempts and the user's own checkpoint.",
         "Exit code 0 when every key has a record; 1 when one has none (or only an expired one); "
             + "2 for bad options or a store that cannot be used."})
 final class InspectCommand implements Callable<Integer> {
@@ -115,10 +120,8 @@ final class InspectCommand implements Callable<Integer> {
     row(out, "status", r.status().name());
     row(out, "token", Long.toString(r.token()));
     row(out, "attempts", Integer.toString(r.attempts()));
-    row(out, "lease until", r.leaseUntil() + " (" + relative(r.leaseUntil(), now)
-        + (r.isLeaseLive(now) ? ", held" : "") + ")");
-    row(out, "checkpoint", r.checkpoint() == null ? "none"
-        : r.checkpoint().name() + " (" + bytes(r.checkpoint().size()) + ")");
+    row(out, "lease", lease(r, now));
+    checkpoint(out, r);
     Outcome outcome = r.outcome();
     row(out, "outcome", outcome == null ? "none" : outcome.kind() + ", " + outcome.mediaType()
         + ", " + bytes(outcome.size()));
@@ -155,10 +158,12 @@ final class InspectCommand implements Callable<Integer> {
       obj.put("status", r.status().name())
           .put("token", r.token())
           .put("attempts", r.attempts())
-          .put("leaseUntil", r.leaseUntil().toString())
+          .put("leaseUntil", r.status() == Status.IN_PROGRESS ? r.leaseUntil().toString() : null)
           .put("leaseHeld", r.isLeaseLive(now))
           .put("checkpoint", r.checkpoint() == null ? null : r.checkpoint().name())
           .put("checkpointBytes", r.checkpoint() == null ? null : r.checkpoint().size())
+          .put("journal", StepJournal.read(r.checkpoint()).map(InspectCommand::journalJson)
+              .orElse(null))
           .put("outcomeKind", outcome == null ? null : outcome.kind().name())
           .put("outcomeMediaType", outcome == null ? null : outcome.mediaType())
           .put("outcomeBytes", outcome == null ? null : outcome.size())
@@ -169,6 +174,96 @@ final class InspectCommand implements Callable<Integer> {
           .put("expiresAt", r.expiresAt().toString());
     });
     return obj.toString();
+  }
+
+  /**
+   * The lease of an IN_PROGRESS record (held, or passed); a finished or failed record has none,
+   * whatever instant its row still carries.
+   */
+  private static String lease(IdempotencyRecord r, Instant now) {
+    return switch (r.status()) {
+      case COMPLETED -> "none (completed)";
+      case FAILED -> "none (failed: the next claim takes over)";
+      default -> "until " + r.leaseUntil() + " (" + relative(r.leaseUntil(), now)
+          + (r.isLeaseLive(now) ? ", held" : ", passed: the next claim takes over") + ")";
+    };
+  }
+
+  /** The checkpoint row and, when it holds a step journal, the journal under it. */
+  private static void checkpoint(PrintWriter out, IdempotencyRecord r) {
+    if (r.checkpoint() == null) {
+      row(out, "checkpoint", "none");
+      return;
+    }
+    String stored = r.checkpoint().name() + " (" + bytes(r.checkpoint().size()) + ")";
+    if (!r.checkpoint().name().equals(StepJournal.CHECKPOINT_NAME)) {
+      row(out, "checkpoint", stored);
+      return;
+    }
+    Optional<StepJournal> read = StepJournal.read(r.checkpoint());
+    if (read.isEmpty()) {
+      row(out, "checkpoint", stored + ", a step journal this version cannot read");
+      return;
+    }
+    StepJournal journal = read.get();
+    int count = journal.steps().size();
+    row(out, "checkpoint", stored + ", the step journal: " + count
+        + (count == 1 ? " step" : " steps"));
+    int nameWidth = journal.steps().stream().mapToInt(e -> e.name().length()).max().orElse(0);
+    int number = 0;
+    for (StepJournal.Entry e : journal.steps()) {
+      String line = String.format(Locale.ROOT, "    %2d. %-" + nameWidth + "s  %-11s  %-11s  %s",
+          ++number, e.name(), state(e.state()), e.compensable() ? "compensable" : "-",
+          stepResult(e));
+      out.println(line.stripTrailing());
+    }
+    journal.failure().ifPresent(f -> out.printf(Locale.ROOT,
+        "    committed failure: %s%n", preview(failure(f))));
+    if (journal.failure().isPresent() || journal.compensationFailures() > 0) {
+      out.printf(Locale.ROOT, "    failed compensation attempts: %d%n",
+          journal.compensationFailures());
+    }
+    journal.userCheckpoint().ifPresent(c -> out.printf(Locale.ROOT,
+        "    user checkpoint: %s (%s)%n", c.name(), bytes(c.size())));
+  }
+
+  /** "not stored" for NOT_STORED. */
+  private static String state(StepJournal.State state) {
+    return state.name().toLowerCase(Locale.ROOT).replace('_', ' ');
+  }
+
+  private static String stepResult(StepJournal.Entry e) {
+    return switch (e.state()) {
+      case DONE, COMPENSATED -> e.mediaType() + ", " + bytes(e.size());
+      case STARTED -> "its effect may exist: the next attempt asks its reconciler";
+      case NOT_STORED -> "result not stored: " + preview(e.detail());
+      case FAILED -> preview(e.detail());
+    };
+  }
+
+  private static String failure(Outcome failure) {
+    String message = failure.failureMessage();
+    return message.isEmpty() ? failure.failureType() : failure.failureType() + ": " + message;
+  }
+
+  private static Json.Obj journalJson(StepJournal journal) {
+    List<Json.Obj> steps = new ArrayList<>();
+    for (StepJournal.Entry e : journal.steps()) {
+      steps.add(Json.obj().put("name", e.name()).put("state", e.state().name())
+          .put("compensable", e.compensable())
+          .put("mediaType", e.mediaType().isEmpty() ? null : e.mediaType())
+          .put("bytes", e.state() == StepJournal.State.DONE
+              || e.state() == StepJournal.State.COMPENSATED ? e.size() : null)
+          .put("detail", e.detail().isEmpty() ? null : e.detail()));
+    }
+    Optional<Outcome> failure = journal.failure();
+    Optional<Checkpoint> user = journal.userCheckpoint();
+    return Json.obj().put("steps", steps)
+        .put("failureType", failure.map(Outcome::failureType).orElse(null))
+        .put("failureMessage", failure.map(Outcome::failureMessage).orElse(null))
+        .put("compensationFailures", journal.compensationFailures())
+        .put("userCheckpoint", user.map(Checkpoint::name).orElse(null))
+        .put("userCheckpointBytes", user.map(Checkpoint::size).orElse(null));
   }
 
   private static boolean isText(String mediaType) {
