@@ -6,6 +6,7 @@ import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import org.assertj.core.api.AbstractAssert;
 import org.assertj.core.api.Assertions;
@@ -101,20 +102,51 @@ public final class OnceAssertions {
       return this;
     }
 
-    /** The failure stored names {@code steps} as compensated (undone), newest first. */
+    /**
+     * The failure stored names exactly {@code steps} as compensated (undone), newest first: no
+     * step more, none less, and none of them among those left uncompensated.
+     */
     public KeyAssert compensated(String... steps) {
       Outcome outcome = completed();
-      Assertions.assertThat(outcome.failureMessage()).as("steps compensated for %s", actual)
-          .contains("compensated: " + String.join(", ", Arrays.asList(steps)));
+      Assertions.assertThat(named(outcome.failureMessage(), COMPENSATED))
+          .as("steps compensated for %s, in its stored failure \"%s\"", actual,
+              outcome.failureMessage())
+          .containsExactly(steps);
       return this;
     }
 
-    /** The failure stored names {@code steps} as left uncompensated (they need a person). */
+    /** The failure stored names exactly {@code steps} as left uncompensated (they need a person). */
     public KeyAssert notCompensated(String... steps) {
       Outcome outcome = completed();
-      Assertions.assertThat(outcome.failureMessage()).as("steps not compensated for %s", actual)
-          .contains("NOT compensated: " + String.join(", ", Arrays.asList(steps)));
+      Assertions.assertThat(named(outcome.failureMessage(), NOT_COMPENSATED))
+          .as("steps not compensated for %s, in its stored failure \"%s\"", actual,
+              outcome.failureMessage())
+          .containsExactly(steps);
       return this;
+    }
+
+    private static final String COMPENSATED = "compensated: ";
+    private static final String NOT_COMPENSATED = "NOT compensated: ";
+
+    /**
+     * The steps a stored failure names under {@code label}: the engine ends the message with
+     * " (compensated: a, b; NOT compensated: c)", either part alone when the other is empty.
+     */
+    static List<String> named(String message, String label) {
+      if (message == null || !message.endsWith(")")) {
+        return List.of();
+      }
+      int open = Math.max(message.lastIndexOf(" (" + COMPENSATED),
+          message.lastIndexOf(" (" + NOT_COMPENSATED));
+      if (open < 0) {
+        return List.of();
+      }
+      for (String part : message.substring(open + 2, message.length() - 1).split("; ")) {
+        if (part.startsWith(label)) {
+          return Arrays.asList(part.substring(label.length()).split(", "));
+        }
+      }
+      return List.of();
     }
 
     /** The key is not finished: a retry will run its work again (a retryable failure). */

@@ -6,9 +6,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
-/** Debits wallets. */
+/** Debits wallets, and refunds their charges. */
 @Service
-public class Wallets {
+public class Wallets implements Payments {
 
   private final JdbcTemplate jdbc;
 
@@ -22,6 +22,7 @@ public class Wallets {
    * transaction: the claim of the key, the debit, the charge row and the stored result commit
    * together or not at all. A second call with the same key returns the stored charge.
    */
+  @Override
   @Idempotent(key = "#paymentKey", scope = "payments.charge",
       terminalOn = InsufficientFundsException.class)
   @Transactional(noRollbackFor = InsufficientFundsException.class)
@@ -38,6 +39,22 @@ public class Wallets {
     long balance = jdbc.queryForObject("SELECT balance FROM wallet WHERE id = ?", Long.class,
         request.wallet());
     return new Charge(id, request.wallet(), request.amount(), balance);
+  }
+
+  /**
+   * Credits the charge back to its wallet and records the refund, once per {@code refundKey} (the
+   * saga's compensation key, stable across retries): the claim, the credit and the refund row
+   * commit together, as for {@link #charge}. A charge is refunded at most once whatever the key
+   * (the refund table's primary key).
+   */
+  @Override
+  @Idempotent(key = "#refundKey", scope = "payments.refund")
+  @Transactional
+  public void refund(String refundKey, Charge charge) {
+    jdbc.update("INSERT INTO refund (charge_id, amount) VALUES (?, ?)", charge.id(),
+        charge.amount());
+    jdbc.update("UPDATE wallet SET balance = balance + ? WHERE id = ?", charge.amount(),
+        charge.wallet());
   }
 
   /** The wallet's balance in cents, or null if there is no such wallet. */

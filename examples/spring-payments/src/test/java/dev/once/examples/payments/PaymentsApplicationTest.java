@@ -1,12 +1,10 @@
 package dev.once.examples.payments;
 
+import static dev.once.testkit.OnceAssertions.assertThatKey;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import dev.once.IdempotencyKey;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -19,43 +17,19 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * The payments API on a random port against an embedded PostgreSQL, called over real HTTP by
- * clients that retry: concurrent duplicates and sequential retries debit each wallet exactly once
- * per key.
+ * {@code POST /charges}, protected by the {@code Idempotency-Key} filter ({@code once.http.paths}),
+ * called over real HTTP by clients that retry: concurrent duplicates and sequential retries debit
+ * each wallet exactly once per key.
  */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-    properties = "server.address=127.0.0.1")
-class PaymentsApplicationTest {
+class PaymentsApplicationTest extends PaymentsTestBase {
 
-  private static final EmbeddedPostgres POSTGRES = startPostgres();
   private static final ExecutorService CLIENTS = Executors.newFixedThreadPool(16);
-
-  @LocalServerPort
-  int port;
-
-  @Autowired
-  JdbcTemplate jdbc;
-
-  private final HttpClient http = HttpClient.newHttpClient();
-
-  @DynamicPropertySource
-  static void database(DynamicPropertyRegistry registry) {
-    registry.add("spring.datasource.url", () -> POSTGRES.getJdbcUrl("postgres", "postgres"));
-    registry.add("spring.datasource.hikari.maximum-pool-size", () -> "30");
-  }
 
   @AfterAll
   static void stop() {
     CLIENTS.shutdownNow();
-    // PostgreSQL stops in a shutdown hook, after the cached Spring context has closed its pool.
   }
 
   @Test
@@ -101,8 +75,7 @@ class PaymentsApplicationTest {
     assertThat(bodies).hasSize(keys);
 
     assertThat(balance("alice")).isEqualTo(100_000 - keys * 1000);
-    assertThat(jdbc.queryForObject("SELECT count(*) FROM charge WHERE wallet_id = 'alice'",
-        Long.class)).isEqualTo(keys);
+    assertThat(charges("alice")).isEqualTo(keys);
   }
 
   @Test
@@ -118,6 +91,10 @@ class PaymentsApplicationTest {
         .isEqualTo(first.headers().firstValue("Location"));
     assertThat(retry.headers().firstValue("Idempotent-Replayed")).contains("true");
     assertThat(balance("bob")).isEqualTo(3_800);
+    // The filter's keys are in the scope once.http.scope ("http"): the request ran once, the
+    // retry was its replay; the debit under it ran once too.
+    assertThatKey(once, recorder, IdempotencyKey.of("http", "bob-1"))
+        .ranOnce().succeeded().wasReplayed(1);
   }
 
   @Test
@@ -151,41 +128,6 @@ class PaymentsApplicationTest {
 
   private HttpResponse<String> charge(String key, String json)
       throws IOException, InterruptedException {
-    HttpRequest.Builder request = HttpRequest.newBuilder(
-            URI.create("http://127.0.0.1:" + port + "/charges"))
-        .header("Content-Type", "application/json")
-        .POST(HttpRequest.BodyPublishers.ofString(json));
-    if (key != null) {
-      request.header("Idempotency-Key", key);
-    }
-    return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  private void wallet(String id, long balance) {
-    jdbc.update("INSERT INTO wallet (id, balance) VALUES (?, ?) ON CONFLICT (id) DO UPDATE"
-        + " SET balance = excluded.balance", id, balance);
-  }
-
-  private long balance(String id) {
-    return jdbc.queryForObject("SELECT balance FROM wallet WHERE id = ?", Long.class, id);
-  }
-
-  private static EmbeddedPostgres startPostgres() {
-    try {
-      EmbeddedPostgres postgres = EmbeddedPostgres.builder()
-          .setServerConfig("fsync", "off")
-          .setServerConfig("synchronous_commit", "off")
-          .start();
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        try {
-          postgres.close();
-        } catch (IOException e) {
-          // exiting anyway
-        }
-      }));
-      return postgres;
-    } catch (IOException e) {
-      throw new IllegalStateException("embedded PostgreSQL did not start", e);
-    }
+    return post("/charges", key, json);
   }
 }
