@@ -28,6 +28,13 @@ import org.junit.jupiter.api.Test;
 /** Redis Cluster specifics: slots moving under a running store, and the cluster URI form. */
 class RedisClusterTest {
 
+  /**
+   * The first command connects to the cluster and reads its topology: more than the default 2 s
+   * on a machine under stress-ng. What these tests assert is what comes back, not how fast.
+   */
+  private static final Duration LOADED_MACHINE = Duration.ofSeconds(15);
+
+
   private static final RedisClusterProcess CLUSTER = RedisServers.Cluster.CLUSTER;
   private static final Fingerprint FP = Fingerprint.of("request");
   private static final Duration LEASE = Duration.ofSeconds(30);
@@ -113,6 +120,7 @@ class RedisClusterTest {
   void waitForReplicasAsksTheMasterThatTookTheWrite() {
     // The test cluster has no replicas: WAIT reaches the right master and reports 0 of 1.
     try (RedisStore store = RedisStore.builder(RedisServers.Cluster.CLIENT).keyPrefix(prefix)
+        .commandTimeout(LOADED_MACHINE)
         .durability(Durability.replicas(1, Duration.ofMillis(50))).build()) {
       assertThatThrownBy(() -> store.claim(request(IdempotencyKey.of("wait", "k"))))
           .isInstanceOf(StoreUnavailableException.class)
@@ -128,6 +136,7 @@ class RedisClusterTest {
       }
     }
     try (RedisStore store = RedisStore.builder(RedisServers.Cluster.CLIENT).keyPrefix(prefix)
+        .commandTimeout(LOADED_MACHINE)
         .build()) {
       List<Completion> completions = new ArrayList<>();
       for (String k : List.of("a", "b", "c")) {
@@ -136,6 +145,7 @@ class RedisClusterTest {
             ((Claim.Acquired) claim).token(), text(k)));
       }
       try (RedisStore waiting = RedisStore.builder(RedisServers.Cluster.CLIENT).keyPrefix(prefix)
+        .commandTimeout(LOADED_MACHINE)
           .durability(Durability.replicas(1, Duration.ofMillis(50))).build()) {
         assertThatThrownBy(() -> waiting.completeAll(completions, clock.instant(), RETENTION))
             .isInstanceOf(StoreUnavailableException.class)
