@@ -1,26 +1,28 @@
-package dev.once.servlet.internal;
+package dev.once.servlet;
 
-import dev.once.servlet.IdempotencyProblem;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 
-/** Writes RFC 9457 {@code application/problem+json} answers. */
-public final class Problems {
+/**
+ * Writes RFC 9457 {@code application/problem+json} answers. Beside {@link IdempotencyProblem}, so
+ * the filter's internal package does not depend back on this one.
+ */
+final class Problems {
 
   /** The media type of every answer the filter writes itself. */
-  public static final String MEDIA_TYPE = "application/problem+json";
+  static final String MEDIA_TYPE = "application/problem+json";
 
   private Problems() {}
 
   /** Answers {@code problem} with {@code detail}, unless the response is already committed. */
-  public static void send(HttpServletResponse response, IdempotencyProblem problem, String detail)
+  static void send(HttpServletResponse response, IdempotencyProblem problem, String detail)
       throws IOException {
     send(response, problem, problem.status(), detail);
   }
 
   /** As {@link #send(HttpServletResponse, IdempotencyProblem, String)}, with another status. */
-  public static void send(HttpServletResponse response, IdempotencyProblem problem, int status,
+  static void send(HttpServletResponse response, IdempotencyProblem problem, int status,
       String detail) throws IOException {
     if (response.isCommitted()) {
       return;
@@ -34,7 +36,7 @@ public final class Problems {
   }
 
   /** The JSON body. */
-  public static String json(IdempotencyProblem problem, String detail) {
+  static String json(IdempotencyProblem problem, String detail) {
     return json(problem, problem.status(), detail);
   }
 
