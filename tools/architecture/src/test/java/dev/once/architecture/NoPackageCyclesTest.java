@@ -108,8 +108,9 @@ class NoPackageCyclesTest {
   }
 
   /**
-   * Each module is checked on its own classes: over all modules at once ArchUnit's cycle search
-   * stops short (core's cycles hid JDBC's and Kafka's), and a cycle is a module's own defect.
+   * Each module is checked on its own classes, as a cycle is a module's own defect: over all
+   * modules at once, ArchUnit reported only 12 of the old code's 17 cycles (none of JDBC's,
+   * DynamoDB's, Kafka's, the servlet filter's or Spring Boot's).
    */
   @Test
   void noModuleHasAPackageCycle() throws IOException {
