@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.once.servlet.IdempotencyFilter;
+import dev.once.servlet.IdempotencyProblem;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -47,26 +48,28 @@ final class PaymentsApi extends HttpServlet {
   protected void doPost(HttpServletRequest request, HttpServletResponse response)
       throws IOException {
     if (!"/charges".equals(path(request))) {
-      problem(response, 404, "not-found", "No such resource: POST " + path(request));
+      problem(request, response, 404, "not-found", "Not found",
+          "No such resource: POST " + path(request));
       return;
     }
     JsonNode body;
     try {
       body = JSON.readTree(request.getInputStream());
     } catch (IOException e) {
-      problem(response, 400, "invalid-json", "The body is not JSON.");
+      problem(request, response, 400, "invalid-json", "Body is not JSON", "The body is not JSON.");
       return;
     }
     if (body == null || !body.path("customer").isTextual() || !body.path("amount").canConvertToLong()
         || body.path("customer").asText().isBlank()) {
-      problem(response, 400, "invalid-charge",
+      problem(request, response, 400, "invalid-charge", "Invalid charge",
           "Expected {\"customer\": \"cus_1\", \"amount\": 1250} (amount in cents).");
       return;
     }
     String customer = body.path("customer").asText();
     long amount = body.path("amount").asLong();
     if (amount <= 0) {
-      problem(response, 400, "invalid-charge", "amount must be positive, was " + amount);
+      problem(request, response, 400, "invalid-charge", "Invalid charge",
+          "amount must be positive, was " + amount);
       return;
     }
     AtomicLong wallet = wallet(customer);
@@ -74,7 +77,8 @@ final class PaymentsApi extends HttpServlet {
     while (true) {
       long before = wallet.get();
       if (before < amount) {
-        problem(response, 402, "insufficient-funds", "Wallet of " + customer + " holds " + before
+        problem(request, response, 402, "insufficient-funds", "Insufficient funds",
+            "Wallet of " + customer + " holds " + before
             + " cents; the charge needs " + amount + ".");
         return;
       }
@@ -102,7 +106,7 @@ final class PaymentsApi extends HttpServlet {
     if (path.startsWith("/charges/")) {
       ObjectNode charge = charges.get(path.substring("/charges/".length()));
       if (charge == null) {
-        problem(response, 404, "not-found", "No such charge.");
+        problem(request, response, 404, "not-found", "Not found", "No such charge.");
       } else {
         json(response, charge);
       }
@@ -119,7 +123,7 @@ final class PaymentsApi extends HttpServlet {
           + "GET  /wallets/NAME   a wallet (opening balance " + OPENING_BALANCE_CENTS
           + " cents)\n");
     } else {
-      problem(response, 404, "not-found", "No such resource: GET " + path);
+      problem(request, response, 404, "not-found", "Not found", "No such resource: GET " + path);
     }
   }
 
@@ -139,13 +143,21 @@ final class PaymentsApi extends HttpServlet {
     response.getOutputStream().write(bytes);
   }
 
-  private static void problem(HttpServletResponse response, int status, String type,
-      String detail) throws IOException {
+  /**
+   * The API's own problems, shaped as the filter's ({@link IdempotencyProblem}): {@code type},
+   * {@code title}, {@code status}, {@code detail} and {@code instance}, the request's path.
+   */
+  private static void problem(HttpServletRequest request, HttpServletResponse response,
+      int status, String type, String title, String detail) throws IOException {
     response.setStatus(status);
-    response.setContentType("application/problem+json");
+    response.setContentType(IdempotencyProblem.MEDIA_TYPE);
     byte[] bytes = JSON.writeValueAsBytes(JSON.createObjectNode()
-        .put("type", "https://github.com/once-dev/once/blob/main/cli/README.md#" + type).put("status", status)
-        .put("detail", detail));
+        .put("type", "https://github.com/once-dev/once/blob/main/cli/README.md#" + type)
+        .put("title", title)
+        .put("status", status)
+        .put("detail", detail)
+        .put("instance", request.getRequestURI()));
+    response.setContentLength(bytes.length);
     response.getOutputStream().write(bytes);
   }
 }

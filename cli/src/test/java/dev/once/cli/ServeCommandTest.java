@@ -2,6 +2,9 @@ package dev.once.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.once.servlet.IdempotencyProblem;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ServerSocket;
@@ -10,6 +13,9 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -111,7 +117,11 @@ class ServeCommandTest {
       start.countDown();
       List<Integer> statuses = new ArrayList<>();
       for (CompletableFuture<HttpResponse<String>> answer : answers) {
-        statuses.add(answer.get(30, TimeUnit.SECONDS).statusCode());
+        HttpResponse<String> response = answer.get(30, TimeUnit.SECONDS);
+        statuses.add(response.statusCode());
+        if (response.statusCode() == 409) {
+          assertProblem(response, IdempotencyProblem.IN_PROGRESS, "/charges");
+        }
       }
       HttpResponse<String> reused = post(server.uri("/charges"), "race-1",
           "{\"customer\":\"cus_1\",\"amount\":1}");
@@ -147,5 +157,87 @@ class ServeCommandTest {
           + taken.getLocalPort()).doesNotContain("\tat ");
       assertThat(run.err().strip()).doesNotContain("\n");
     }
+  }
+
+  /**
+   * Issue 24: {@code once serve} speaks the one HTTP vocabulary ({@link IdempotencyProblem}) that
+   * the filter and the Spring starter's {@code @Idempotent} answers share (compared over HTTP by
+   * the starter's {@code IdempotentMatrixContract}): each problem's status, type, title,
+   * {@code instance} and headers; and the API's own problems have the same shape, a title
+   * included. (A duplicate in progress is checked by the racing test above: the API's handler
+   * never waits, so only a race shows one.)
+   */
+  @Test
+  void itSpeaksTheOneHttpVocabulary(@TempDir Path tmp) throws Exception {
+    Path file = tmp.resolve("once.db");
+    try (Server server = serve("--port", "0", "--store", "sqlite:" + file)) {
+      HttpResponse<String> first = post(server.uri("/charges"), "v-1", CHARGE);
+      HttpResponse<String> replay = post(server.uri("/charges"), "v-1", CHARGE);
+      assertThat(replay.headers().firstValue(IdempotencyProblem.REPLAYED_HEADER)).hasValue("true");
+      assertThat(replay.body()).isEqualTo(first.body());
+
+      assertProblem(post(server.uri("/charges"), null, CHARGE), IdempotencyProblem.KEY_MISSING,
+          "/charges");
+      assertProblem(post(server.uri("/charges"), "k".repeat(300), CHARGE),
+          IdempotencyProblem.KEY_INVALID, "/charges");
+      assertProblem(post(server.uri("/charges"), "v-1", "{\"customer\":\"cus_1\",\"amount\":7}"),
+          IdempotencyProblem.KEY_REUSED, "/charges");
+
+      // The API's own: 402, stored and replayed like any answer below 500.
+      String poor = "{\"customer\":\"cus_9\",\"amount\":1000000}";
+      HttpResponse<String> declined = post(server.uri("/charges"), "v-2", poor);
+      HttpResponse<String> declinedAgain = post(server.uri("/charges"), "v-2", poor);
+      assertOwnProblem(declined, 402, "insufficient-funds", "Insufficient funds", "/charges");
+      assertThat(declinedAgain.body()).isEqualTo(declined.body());
+      assertThat(declinedAgain.headers().firstValue(IdempotencyProblem.REPLAYED_HEADER))
+          .hasValue("true");
+      assertOwnProblem(post(server.uri("/refunds"), "v-3", CHARGE), 404, "not-found",
+          "Not found", "/refunds");
+
+      // The store unreachable (its table gone): 503 with Retry-After, nothing debited.
+      long debits = server.command().api().debits();
+      try (Connection c = DriverManager.getConnection("jdbc:sqlite:" + file);
+          Statement s = c.createStatement()) {
+        s.execute("DROP TABLE once_records");
+      }
+      HttpResponse<String> down = post(server.uri("/charges"), "v-4", CHARGE);
+      assertProblem(down, IdempotencyProblem.STORE_UNAVAILABLE, "/charges");
+      assertThat(down.headers().firstValue(IdempotencyProblem.RETRY_AFTER_HEADER)).hasValue("1");
+      assertThat(server.command().api().debits()).isEqualTo(debits);
+    }
+  }
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** As the starter's test asserts a problem: status, media type, type, title, instance, headers. */
+  private static void assertProblem(HttpResponse<String> response, IdempotencyProblem problem,
+      String path) throws Exception {
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(problem.status());
+    assertThat(response.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith(IdempotencyProblem.MEDIA_TYPE));
+    JsonNode body = JSON.readTree(response.body());
+    assertThat(body.path("type").asText()).isEqualTo(problem.type());
+    assertThat(body.path("title").asText()).isEqualTo(problem.title());
+    assertThat(body.path("status").asInt()).isEqualTo(problem.status());
+    assertThat(body.path("detail").asText()).isNotBlank();
+    assertThat(body.path("instance").asText()).isEqualTo(path);
+    assertThat(response.headers().firstValue(IdempotencyProblem.RETRY_AFTER_HEADER).isPresent())
+        .as("Retry-After").isEqualTo(problem.retryAfter());
+    assertThat(response.headers().firstValue(IdempotencyProblem.REPLAYED_HEADER).isPresent())
+        .as("Idempotent-Replayed").isEqualTo(problem.replayed());
+  }
+
+  private static void assertOwnProblem(HttpResponse<String> response, int status, String slug,
+      String title, String path) throws Exception {
+    assertThat(response.statusCode()).as(response.body()).isEqualTo(status);
+    assertThat(response.headers().firstValue("Content-Type"))
+        .hasValue(IdempotencyProblem.MEDIA_TYPE);
+    JsonNode body = JSON.readTree(response.body());
+    assertThat(body.path("type").asText())
+        .isEqualTo("https://github.com/once-dev/once/blob/main/cli/README.md#" + slug);
+    assertThat(body.path("title").asText()).isEqualTo(title);
+    assertThat(body.path("status").asInt()).isEqualTo(status);
+    assertThat(body.path("detail").asText()).isNotBlank();
+    assertThat(body.path("instance").asText()).isEqualTo(path);
   }
 }

@@ -89,8 +89,8 @@ public final class IdempotencyFilter implements Filter {
 
   /** The request header that carries the key, per the IETF draft. */
   public static final String IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-  /** The response header that marks a replay. */
-  public static final String REPLAYED_HEADER = "Idempotent-Replayed";
+  /** The response header that marks a replay ({@link IdempotencyProblem#REPLAYED_HEADER}). */
+  public static final String REPLAYED_HEADER = IdempotencyProblem.REPLAYED_HEADER;
   /** The request attribute holding the running {@link Attempt} while the application runs. */
   public static final String ATTEMPT_ATTRIBUTE = IdempotencyFilter.class.getName() + ".attempt";
   /** The scope of every key unless {@link Builder#scope} says otherwise. */
@@ -193,26 +193,26 @@ public final class IdempotencyFilter implements Filter {
     KeyHeader.Parsed parsed = KeyHeader.parse(request.getHeaders(keyHeader), keyHeader);
     if (parsed.missing()) {
       if (keyRequired) {
-        Problems.send(response, IdempotencyProblem.KEY_MISSING, request.getMethod() + " "
-            + path(request) + " requires an " + keyHeader + " header");
+        Problems.send(request, response, IdempotencyProblem.KEY_MISSING,
+            request.getMethod() + " " + path(request) + " requires an " + keyHeader + " header");
       } else {
         chain.doFilter(request, response);
       }
       return;
     }
     if (!parsed.valid()) {
-      Problems.send(response, IdempotencyProblem.KEY_INVALID, parsed.problem());
+      Problems.send(request, response, IdempotencyProblem.KEY_INVALID, parsed.problem());
       return;
     }
     String identity = tenantResolver.resolve(request);
     if (identity == null) {
-      Problems.send(response, IdempotencyProblem.TENANT_UNKNOWN,
+      Problems.send(request, response, IdempotencyProblem.TENANT_UNKNOWN,
           "the caller could not be identified, so its " + keyHeader + " cannot be scoped to it");
       return;
     }
     byte[] body = CachedBodyRequest.readBody(request, maxRequestBytes);
     if (body == null) {
-      Problems.send(response, IdempotencyProblem.REQUEST_TOO_LARGE,
+      Problems.send(request, response, IdempotencyProblem.REQUEST_TOO_LARGE,
           "a request with an " + keyHeader + " may have a body of at most " + maxRequestBytes
               + " bytes");
       return;
@@ -221,7 +221,7 @@ public final class IdempotencyFilter implements Filter {
     try {
       key = new IdempotencyKey(scope, Tenants.normalize(identity), parsed.key());
     } catch (InvalidKeyException e) {
-      Problems.send(response, IdempotencyProblem.KEY_INVALID, e.getMessage());
+      Problems.send(request, response, IdempotencyProblem.KEY_INVALID, e.getMessage());
       return;
     }
     Fingerprint fingerprint = RequestFingerprint.of(request.getMethod(), path(request),
@@ -249,35 +249,27 @@ public final class IdempotencyFilter implements Filter {
       sendHeld(capture[0], request, key);
       return;
     } catch (KeyReusedException e) {
-      Problems.send(response, IdempotencyProblem.KEY_REUSED, "this " + keyHeader
+      Problems.send(request, response, IdempotencyProblem.KEY_REUSED, "this " + keyHeader
           + " was already used for a request with another method, path, query or body");
       return;
     } catch (RequestInProgressException e) {
       long seconds = retryAfterSeconds(e.retryAfter());
-      if (!response.isCommitted()) {
-        response.setHeader("Retry-After", Long.toString(seconds));
-      }
-      Problems.send(response, IdempotencyProblem.IN_PROGRESS, "a request with this " + keyHeader
-          + " is still being processed; retry after " + seconds + " s");
+      Problems.send(request, response, IdempotencyProblem.IN_PROGRESS,
+          IdempotencyProblem.IN_PROGRESS.status(), "a request with this " + keyHeader
+              + " is still being processed; retry after " + seconds + " s", seconds);
       return;
     } catch (ReplayedFailureException e) {
-      if (!response.isCommitted()) {
-        response.setHeader(REPLAYED_HEADER, "true");
-      }
-      Problems.send(response, IdempotencyProblem.ORIGINAL_FAILED,
+      Problems.send(request, response, IdempotencyProblem.ORIGINAL_FAILED,
           "the original request with this " + keyHeader + " failed");
       return;
     } catch (OutcomeNotStoredException e) {
       // The stored form did not fit even without its body (a huge header); the request ran.
-      if (!response.isCommitted()) {
-        response.setHeader(REPLAYED_HEADER, "true");
-      }
-      Problems.send(response, IdempotencyProblem.RESPONSE_NOT_STORED, notStoredDetail());
+      Problems.send(request, response, IdempotencyProblem.RESPONSE_NOT_STORED, notStoredDetail());
       return;
     } catch (LeaseLostException | PayloadTooLargeException | StoreUnavailableException e) {
       if (capture[0] == null) {
         if (e instanceof StoreUnavailableException) {
-          storeUnavailable(response, e);
+          storeUnavailable(request, response, e);
           return;
         }
         throw e;
@@ -305,13 +297,10 @@ public final class IdempotencyFilter implements Filter {
     }
   }
 
-  private static void storeUnavailable(HttpServletResponse response, RuntimeException e)
-      throws IOException {
+  private static void storeUnavailable(HttpServletRequest request, HttpServletResponse response,
+      RuntimeException e) throws IOException {
     OUTAGES.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
-    if (!response.isCommitted()) {
-      response.setHeader("Retry-After", "1");
-    }
-    Problems.send(response, IdempotencyProblem.STORE_UNAVAILABLE,
+    Problems.send(request, response, IdempotencyProblem.STORE_UNAVAILABLE,
         "the idempotency store could not be reached; nothing was executed");
   }
 
@@ -417,8 +406,8 @@ public final class IdempotencyFilter implements Filter {
     }
     response.setHeader(REPLAYED_HEADER, "true");
     if (!stored.bodyStored()) {
-      Problems.send(response, IdempotencyProblem.RESPONSE_NOT_STORED, stored.status(),
-          notStoredDetail());
+      Problems.send(request, response, IdempotencyProblem.RESPONSE_NOT_STORED, stored.status(),
+          notStoredDetail(), 0);
       return;
     }
     response.setContentLength(stored.body().length);

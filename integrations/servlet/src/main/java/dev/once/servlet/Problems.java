@@ -1,50 +1,69 @@
 package dev.once.servlet;
 
+import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Writes RFC 9457 {@code application/problem+json} answers. Beside {@link IdempotencyProblem}, so
- * the filter's internal package does not depend back on this one.
+ * Writes RFC 9457 {@code application/problem+json} answers, with the headers
+ * {@link IdempotencyProblem} says each carries: the same answers as the Spring Boot starter's for
+ * {@code @Idempotent} controllers.
  */
 final class Problems {
 
   /** The media type of every answer the filter writes itself. */
-  static final String MEDIA_TYPE = "application/problem+json";
+  static final String MEDIA_TYPE = IdempotencyProblem.MEDIA_TYPE;
 
   private Problems() {}
 
-  /** Answers {@code problem} with {@code detail}, unless the response is already committed. */
-  static void send(HttpServletResponse response, IdempotencyProblem problem, String detail)
-      throws IOException {
-    send(response, problem, problem.status(), detail);
+  /**
+   * Answers {@code problem} with {@code detail} to {@code request}, unless the response is
+   * already committed. A problem that {@linkplain IdempotencyProblem#retryAfter() carries
+   * Retry-After} gets 1 s.
+   */
+  static void send(HttpServletRequest request, HttpServletResponse response,
+      IdempotencyProblem problem, String detail) throws IOException {
+    send(request, response, problem, problem.status(), detail, 1);
   }
 
-  /** As {@link #send(HttpServletResponse, IdempotencyProblem, String)}, with another status. */
-  static void send(HttpServletResponse response, IdempotencyProblem problem, int status,
-      String detail) throws IOException {
+  /**
+   * As {@link #send(HttpServletRequest, HttpServletResponse, IdempotencyProblem, String)}, with
+   * another status and, for a problem that carries {@code Retry-After}, {@code retryAfterSeconds}.
+   */
+  static void send(HttpServletRequest request, HttpServletResponse response,
+      IdempotencyProblem problem, int status, String detail, long retryAfterSeconds)
+      throws IOException {
     if (response.isCommitted()) {
       return;
     }
     response.resetBuffer();
     response.setStatus(status);
+    if (problem.replayed()) {
+      response.setHeader(IdempotencyProblem.REPLAYED_HEADER, "true");
+    }
+    if (problem.retryAfter()) {
+      response.setHeader(IdempotencyProblem.RETRY_AFTER_HEADER, Long.toString(retryAfterSeconds));
+    }
     response.setContentType(MEDIA_TYPE);
-    byte[] body = json(problem, status, detail).getBytes(StandardCharsets.UTF_8);
+    byte[] body = json(problem, status, detail, request.getRequestURI())
+        .getBytes(StandardCharsets.UTF_8);
     response.setContentLength(body.length);
     response.getOutputStream().write(body);
   }
 
-  /** The JSON body. */
-  static String json(IdempotencyProblem problem, String detail) {
-    return json(problem, problem.status(), detail);
-  }
-
-  private static String json(IdempotencyProblem problem, int status, String detail) {
+  /**
+   * The JSON body: {@code type}, {@code title}, {@code status}, {@code detail} and
+   * {@code instance}, the request's path (its URI without the query), as Spring answers a
+   * {@code ProblemDetail}.
+   */
+  static String json(IdempotencyProblem problem, int status, String detail,
+      String instance) {
     return "{\"type\":" + quote(problem.type())
         + ",\"title\":" + quote(problem.title())
         + ",\"status\":" + status
-        + ",\"detail\":" + quote(detail) + "}";
+        + ",\"detail\":" + quote(detail)
+        + ",\"instance\":" + quote(instance) + "}";
   }
 
   private static String quote(String text) {

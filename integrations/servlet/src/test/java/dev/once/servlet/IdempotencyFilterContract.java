@@ -123,7 +123,15 @@ abstract class IdempotencyFilterContract {
     assertThat(response.statusCode()).as(text(response)).isEqualTo(problem.status());
     assertThat(header(response, "Content-Type")).startsWith(PROBLEM_JSON);
     assertThat(text(response)).contains("\"type\":\"" + problem.type() + "\"")
-        .contains("\"status\":" + problem.status()).contains("\"title\":\"" + problem.title());
+        .contains("\"status\":" + problem.status()).contains("\"title\":\"" + problem.title())
+        // The request's path, as Spring answers a ProblemDetail (issue 24: one vocabulary).
+        .contains("\"instance\":\"" + response.uri().getRawPath() + "\"");
+    // The headers the one vocabulary gives each problem.
+    assertThat(response.headers().firstValue(IdempotencyProblem.RETRY_AFTER_HEADER).isPresent())
+        .as("Retry-After").isEqualTo(problem.retryAfter());
+    if (problem.replayed()) {
+      assertThat(header(response, IdempotencyProblem.REPLAYED_HEADER)).isEqualTo("true");
+    }
   }
 
   Optional<IdempotencyRecord> record(String scope, String tenant, String key) {

@@ -23,6 +23,7 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.MissingRequestHeaderException;
 import org.springframework.web.bind.annotation.ControllerAdvice;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 
@@ -45,6 +46,7 @@ import org.springframework.web.bind.annotation.ExceptionHandler;
  *   <tr><td>{@link StoreUnavailableException} (and {@link OutcomeUnknownException})</td><td>503</td>
  *       <td>{@code Retry-After: 1}</td><td>{@code idempotency-store-unavailable}</td></tr>
  *   <tr><td>{@link InvalidKeyException}: the key expression found none</td><td>400</td><td></td><td>{@code idempotency-key-missing}</td></tr>
+ *   <tr><td>{@link MissingRequestHeaderException} of the key header</td><td>400</td><td></td><td>{@code idempotency-key-missing}</td></tr>
  *   <tr><td>{@link InvalidKeyException}: a malformed key</td><td>400</td><td></td><td>{@code idempotency-key-invalid}</td></tr>
  * </table>
  *
@@ -70,6 +72,7 @@ public class IdempotentExceptionHandler {
       System.getLogger(IdempotentExceptionHandler.class.getName()));
 
   private final Duration retryAfter;
+  private final String keyHeader;
 
   /** With a {@code Retry-After} of at most 1 s. */
   public IdempotentExceptionHandler() {
@@ -78,11 +81,22 @@ public class IdempotentExceptionHandler {
 
   /** With a {@code Retry-After} of at most {@code retryAfter} (positive). */
   public IdempotentExceptionHandler(Duration retryAfter) {
+    this(retryAfter, IdempotencyFilter.IDEMPOTENCY_KEY_HEADER);
+  }
+
+  /**
+   * With a {@code Retry-After} of at most {@code retryAfter} (positive), and {@code keyHeader}
+   * (as {@code once.http.key-header}) the request header whose absence a controller that requires
+   * it answers as {@code idempotency-key-missing}.
+   */
+  public IdempotentExceptionHandler(Duration retryAfter, String keyHeader) {
     Objects.requireNonNull(retryAfter, "retryAfter");
+    Objects.requireNonNull(keyHeader, "keyHeader");
     if (retryAfter.isNegative() || retryAfter.isZero()) {
       throw new IllegalArgumentException("retryAfter must be positive, was " + retryAfter);
     }
     this.retryAfter = retryAfter;
+    this.keyHeader = keyHeader;
   }
 
   /** 422: the key was used before with other arguments. */
@@ -105,7 +119,7 @@ public class IdempotentExceptionHandler {
     }
     long seconds = retryAfterSeconds(e.retryAfter());
     HttpHeaders headers = new HttpHeaders();
-    headers.set(HttpHeaders.RETRY_AFTER, Long.toString(seconds));
+    headers.set(IdempotencyProblem.RETRY_AFTER_HEADER, Long.toString(seconds));
     return problem(IdempotencyProblem.IN_PROGRESS, IdempotencyProblem.IN_PROGRESS.status(),
         "a call with this idempotency key is still being processed; retry after " + seconds
             + " s", headers);
@@ -141,7 +155,7 @@ public class IdempotentExceptionHandler {
   public ResponseEntity<ProblemDetail> storeUnavailable(StoreUnavailableException e) {
     OUTAGES.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
     HttpHeaders headers = new HttpHeaders();
-    headers.set(HttpHeaders.RETRY_AFTER, "1");
+    headers.set(IdempotencyProblem.RETRY_AFTER_HEADER, "1");
     String detail = e instanceof OutcomeUnknownException
         ? "the call ran, but its result could not be stored; retry with the same key"
         : "the idempotency store could not be reached; nothing was executed";
@@ -168,8 +182,26 @@ public class IdempotentExceptionHandler {
   }
 
   /**
+   * 400 {@code idempotency-key-missing}: the controller declared the key header required
+   * ({@code @RequestHeader("Idempotency-Key")}) and the request came without it, answered as the
+   * filter answers it. A missing header of another name is left to Spring MVC (rethrown).
+   *
+   * @throws MissingRequestHeaderException {@code e}, when it is not the key header
+   */
+  @ExceptionHandler
+  public ResponseEntity<ProblemDetail> keyHeaderMissing(MissingRequestHeaderException e)
+      throws MissingRequestHeaderException {
+    if (!e.getHeaderName().equalsIgnoreCase(keyHeader)) {
+      throw e;
+    }
+    return problem(IdempotencyProblem.KEY_MISSING, IdempotencyProblem.KEY_MISSING.status(),
+        "this request needs an idempotency key", new HttpHeaders());
+  }
+
+  /**
    * The answer: {@code problem}'s type and title, {@code status}, {@code detail} and
-   * {@code headers}, as {@code application/problem+json}. Override it to change every answer.
+   * {@code headers}, as {@code application/problem+json}; Spring MVC adds the {@code instance}
+   * (the request's path), as the filter does. Override it to change every answer.
    */
   protected ResponseEntity<ProblemDetail> problem(IdempotencyProblem problem, int status,
       String detail, HttpHeaders headers) {
@@ -182,7 +214,7 @@ public class IdempotentExceptionHandler {
 
   private static HttpHeaders replayed() {
     HttpHeaders headers = new HttpHeaders();
-    headers.set(IdempotencyFilter.REPLAYED_HEADER, "true");
+    headers.set(IdempotencyProblem.REPLAYED_HEADER, "true");
     return headers;
   }
 

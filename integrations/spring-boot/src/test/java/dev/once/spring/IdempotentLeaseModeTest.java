@@ -127,6 +127,65 @@ class IdempotentLeaseModeTest {
     }
   }
 
+  public static class ReactiveMany {
+    @Idempotent(key = "#id")
+    public reactor.core.publisher.Flux<String> call(String id) {
+      return reactor.core.publisher.Flux.just(id);
+    }
+  }
+
+  public static class Emitter {
+    @Idempotent(key = "#id")
+    public org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter call(
+        String id) {
+      return new org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter();
+    }
+  }
+
+  public static class PlainFuture {
+    @Idempotent(key = "#id")
+    public java.util.concurrent.Future<String> call(String id) {
+      return CompletableFuture.completedFuture(id);
+    }
+  }
+
+  public static class Stage {
+    @Idempotent(key = "#id")
+    public java.util.concurrent.CompletionStage<String> call(String id) {
+      return CompletableFuture.completedFuture(id);
+    }
+  }
+
+  public static class Deferred {
+    @Idempotent(key = "#id")
+    public org.springframework.web.context.request.async.DeferredResult<String> call(String id) {
+      return new org.springframework.web.context.request.async.DeferredResult<>();
+    }
+  }
+
+  public static class AsyncTask {
+    @Idempotent(key = "#id")
+    public org.springframework.web.context.request.async.WebAsyncTask<String> call(String id) {
+      return new org.springframework.web.context.request.async.WebAsyncTask<>(() -> id);
+    }
+  }
+
+  /** A request handler returning a Callable: Spring MVC would run it later, on another thread. */
+  public static class HandlerCallable {
+    @Idempotent(key = "#id")
+    @org.springframework.web.bind.annotation.PostMapping("/later")
+    public java.util.concurrent.Callable<String> call(String id) {
+      return () -> id;
+    }
+  }
+
+  public static class Download {
+    @Idempotent(key = "#id")
+    public org.springframework.core.io.Resource call(String id) {
+      return new org.springframework.core.io.ByteArrayResource(new byte[] {1});
+    }
+  }
+
   public static class Wildcard {
     @Idempotent(key = "#id")
     public org.springframework.http.ResponseEntity<?> call(String id) {
@@ -339,7 +398,11 @@ class IdempotentLeaseModeTest {
    */
   @Test
   void returnTypesThatCannotBeStoredFailTheStartupNamingTheMethod() {
-    for (Class<?> bean : List.of(Reactive.class, Streamed.class, StreamedBody.class,
+    // Reactive types, streamed responses, futures and Spring MVC's asynchronous results: the
+    // issue's list, and every type the starter's README names.
+    for (Class<?> bean : List.of(Reactive.class, ReactiveMany.class, Streamed.class,
+        StreamedBody.class, Emitter.class, Async.class, PlainFuture.class, Stage.class,
+        Deferred.class, AsyncTask.class, HandlerCallable.class, Download.class,
         Wildcard.class, Bytes.class, Request.class)) {
       new ApplicationContextRunner()
           .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))
@@ -348,7 +411,9 @@ class IdempotentLeaseModeTest {
           .run(context -> assertThat(context.getStartupFailure()).as(bean.getSimpleName())
               .rootCause()
               .hasMessageContaining(bean.getName() + ".call")
-              .hasMessageMatching("(?s).*(not supported|cannot be|is not known).*"));
+              .hasMessageMatching("(?s).*(not supported|cannot be|is not known).*")
+              // and what to do instead
+              .hasMessageMatching("(?s).*(return|declare|put @Idempotent).*"));
     }
     new ApplicationContextRunner()
         .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))

@@ -11,4 +11,9 @@ public final class TestDatabaseAccess {
   public static DataSource sqlite() {
     return TestDatabases.sqlite();
   }
+
+  /** A new pool on the embedded PostgreSQL server (a HikariDataSource: close it). */
+  public static DataSource postgres() {
+    return TestDatabases.postgres();
+  }
 }

@@ -243,7 +243,8 @@ public class OnceAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     public IdempotentExceptionHandler onceIdempotentExceptionHandler(OnceProperties properties) {
-      return new IdempotentExceptionHandler(properties.getHttp().getRetryAfter());
+      return new IdempotentExceptionHandler(properties.getHttp().getRetryAfter(),
+          properties.getHttp().getKeyHeader());
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.once.spring.internal;
 
 import dev.once.servlet.IdempotencyFilter;
+import dev.once.servlet.IdempotencyProblem;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;
@@ -57,7 +58,7 @@ final class ReplayMarker {
       if (value instanceof HttpEntity<?> entity) {
         HttpHeaders headers = new HttpHeaders();
         headers.putAll(entity.getHeaders());
-        headers.set(IdempotencyFilter.REPLAYED_HEADER, "true");
+        headers.set(IdempotencyProblem.REPLAYED_HEADER, "true");
         return entity instanceof ResponseEntity<?> response
             ? ResponseEntity.status(response.getStatusCode()).headers(headers)
                 .body(response.getBody())
@@ -65,7 +66,7 @@ final class ReplayMarker {
       }
       HttpServletResponse response = servlet.getResponse();
       if (response != null && !response.isCommitted()) {
-        response.setHeader(IdempotencyFilter.REPLAYED_HEADER, "true");
+        response.setHeader(IdempotencyProblem.REPLAYED_HEADER, "true");
       }
       return value;
     }
