@@ -18,7 +18,7 @@ public interface OnceListener {
     if (all.size() == 1) {
       return all.get(0);
     }
-    return new dev.once.internal.CompositeListener(all);
+    return new CompositeListener(all);
   }
 
   /**
@@ -28,11 +28,10 @@ public interface OnceListener {
    */
   static OnceListener guarded(OnceListener listener) {
     java.util.Objects.requireNonNull(listener, "listener");
-    if (listener == dev.once.internal.NoListener.INSTANCE
-        || listener instanceof dev.once.internal.CompositeListener) {
+    if (listener instanceof CompositeListener) {
       return listener;
     }
-    return new dev.once.internal.CompositeListener(java.util.List.of(listener));
+    return new CompositeListener(java.util.List.of(listener));
   }
 
   /** The claim was acquired; {@code takeover} when a previous holder's lease had passed. */

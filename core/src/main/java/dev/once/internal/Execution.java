@@ -3,14 +3,12 @@ package dev.once.internal;
 import dev.once.Codec;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
-import dev.once.KeyReusedException;
 import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.OnceListener;
 import dev.once.OutcomeNotStoredException;
 import dev.once.OutcomeUnknownException;
 import dev.once.ReplayedFailureException;
-import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.Scheduler;
 import dev.once.StoreUnavailableException;
@@ -81,37 +79,7 @@ public final class Execution {
     if (claim instanceof Claim.Acquired acquired) {
       return run(key, acquired, codec, work);
     }
-    return answer(key, claim, codec, config.clock(), config.listener());
-  }
-
-  /**
-   * Answers a claim that did not acquire, as every execution engine must: the replayed value (or
-   * {@link ReplayedFailureException}, or {@link OutcomeNotStoredException}), {@link KeyReusedException} or
-   * {@link RequestInProgressException}, telling the listener. Public for the engines of other
-   * modules (transactional mode); not API.
-   */
-  public static <T> Result<T> answer(IdempotencyKey key, Claim claim, Codec<T> codec,
-      java.time.Clock clock, OnceListener listener) {
-    if (claim instanceof Claim.Replay replay) {
-      notify(listener, l -> l.onReplayed(key));
-      Outcome outcome = replay.outcome();
-      if (outcome.isNotStored()) {
-        throw new OutcomeNotStoredException(key, outcome.notStoredReason());
-      }
-      if (outcome.kind() == Outcome.Kind.FAILURE) {
-        throw new ReplayedFailureException(key, outcome.failureType(), outcome.failureMessage());
-      }
-      return new Result<>(codec.decode(outcome.body()), true, replay.token());
-    }
-    if (claim instanceof Claim.Mismatch) {
-      notify(listener, l -> l.onMismatch(key));
-      throw new KeyReusedException(key);
-    }
-    Claim.InProgress inProgress = (Claim.InProgress) claim;
-    notify(listener, l -> l.onInProgress(key));
-    Duration retryAfter = Duration.between(clock.instant(), inProgress.leaseUntil());
-    throw new RequestInProgressException(key, inProgress.leaseUntil(),
-        retryAfter.isNegative() ? Duration.ZERO : retryAfter);
+    return claim.answer(key, codec, config.clock(), config.listener());
   }
 
   /** Claims, and while the original is in progress polls as the policy allows. */

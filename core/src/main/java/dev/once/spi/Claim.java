@@ -21,7 +21,7 @@ public sealed interface Claim {
    */
   default <T> dev.once.Result<T> answer(dev.once.IdempotencyKey key, dev.once.Codec<T> codec,
       java.time.Clock clock, dev.once.OnceListener listener) {
-    return dev.once.internal.Execution.answer(key, this, codec, clock, listener);
+    return ClaimAnswers.answer(key, this, codec, clock, listener);
   }
 
   /**

@@ -106,7 +106,7 @@ public final class IdempotentConsumer<K, V> {
    */
   public BatchResult process(List<ConsumerRecord<K, V>> records, String groupId) {
     Objects.requireNonNull(records, "records");
-    return processor.process(records, scopeFor(groupId), () -> false);
+    return BatchResults.of(processor.process(records, scopeFor(groupId), () -> false));
   }
 
   /**

@@ -101,7 +101,7 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable, AutoCloseab
         records.forEach(batch::add);
         BatchResult result;
         try {
-          result = processor.process(batch, scope, stopRequested::get);
+          result = BatchResults.of(processor.process(batch, scope, stopRequested::get));
         } catch (RuntimeException | Error e) {
           // The engine stored what it could; nothing of this batch is committed, and every
           // partition is read again from its first record of the batch (those handled replay).

@@ -378,7 +378,7 @@ public final class IdempotentNatsConsumer implements Runnable, AutoCloseable {
         }
       }
       return new IdempotentNatsConsumer(once, new Settings(handler, connection, stream, consumer,
-          keyScope, keys, fingerprint, deadLetterSubject, config, batchSize, fetchTimeout,
+          keyScope, keys::keyOf, fingerprint, deadLetterSubject, config, batchSize, fetchTimeout,
           inProgressAcks));
     }
 

@@ -20,7 +20,6 @@ import dev.once.servlet.internal.CachedBodyRequest;
 import dev.once.servlet.internal.CapturingResponse;
 import dev.once.servlet.internal.KeyHeader;
 import dev.once.servlet.internal.PathPatterns;
-import dev.once.servlet.internal.Problems;
 import dev.once.servlet.internal.RequestFingerprint;
 import dev.once.servlet.internal.ResponseNotStored;
 import dev.once.servlet.internal.StoredResponse;

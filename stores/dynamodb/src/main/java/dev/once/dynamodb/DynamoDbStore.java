@@ -5,6 +5,7 @@ import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
+import dev.once.dynamodb.internal.Attribute;
 import dev.once.dynamodb.internal.AttributeNames;
 import dev.once.dynamodb.internal.DynamoDbEngine;
 import dev.once.dynamodb.internal.Errors;
@@ -154,8 +155,7 @@ public final class DynamoDbStore implements IdempotencyStore {
     private URI endpoint;
     private AwsCredentialsProvider credentials;
     private String table = DEFAULT_TABLE;
-    private final Map<RecordAttribute, String> attributeNames =
-        new EnumMap<>(RecordAttribute.class);
+    private final Map<Attribute, String> attributeNames = new EnumMap<>(Attribute.class);
     private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
     private int claimAllConcurrency = DEFAULT_CLAIM_ALL_CONCURRENCY;
 
@@ -188,7 +188,8 @@ public final class DynamoDbStore implements IdempotencyStore {
      * @throws IllegalArgumentException if the name is empty or longer than 255 characters
      */
     public Builder attributeName(RecordAttribute attribute, String name) {
-      attributeNames.put(attribute, AttributeNames.check(attribute, name));
+      Attribute a = engineSide(attribute);
+      attributeNames.put(a, AttributeNames.check(a, name));
       return this;
     }
 
@@ -371,7 +372,12 @@ public final class DynamoDbStore implements IdempotencyStore {
 
   /** The name of {@code attribute} in this store's items. */
   public String attributeName(RecordAttribute attribute) {
-    return names.get(Objects.requireNonNull(attribute, "attribute"));
+    return names.get(engineSide(attribute));
+  }
+
+  /** The engine's constant of {@code attribute}: the same name. */
+  private static Attribute engineSide(RecordAttribute attribute) {
+    return Attribute.valueOf(Objects.requireNonNull(attribute, "attribute").name());
   }
 
   /** Whether {@code claimAll} claims the keys of a batch in parallel (an async client is set). */

@@ -134,7 +134,7 @@ public enum JdbcDialect {
 
   TableName validate(String table) {
     TableName name = TableName.of(table);
-    Dialect.of(this, name); // dialect-specific rules (SQLite: no schema)
+    Dialect.of(name(), schemaResources(), name); // dialect-specific rules (SQLite: no schema)
     return name;
   }
 }

@@ -168,8 +168,9 @@ public final class JdbcStore implements IdempotencyStore {
             claimOrder);
       }
       TableName name = dialect.validate(table);
+      Dialect support = Dialect.of(dialect.name(), dialect.schemaResources(), name);
       return new JdbcStore(dataSource, name.qualified(),
-          new JdbcEngine(dataSource, Dialect.of(dialect, name), claimOrder),
+          new JdbcEngine(dataSource, support, claimOrder),
           maxPayloadBytes != null ? maxPayloadBytes : dialect.defaultMaxPayloadBytes(),
           claimOrder);
     }
@@ -188,7 +189,8 @@ public final class JdbcStore implements IdempotencyStore {
     JdbcEngine e = engine;
     if (e == null) {
       JdbcDialect detected = JdbcDialect.detect(dataSource);
-      e = new JdbcEngine(dataSource, Dialect.of(detected, detected.validate(table)), claimOrder);
+      e = new JdbcEngine(dataSource, Dialect.of(detected.name(), detected.schemaResources(),
+          detected.validate(table)), claimOrder);
       engine = e;
     }
     return e;
@@ -201,7 +203,7 @@ public final class JdbcStore implements IdempotencyStore {
    * @throws StoreUnavailableException if it must be detected and no connection can be made
    */
   public JdbcDialect dialect() {
-    return engine().dialect().kind();
+    return JdbcDialect.valueOf(engine().dialect().kind());
   }
 
   /** The table this store uses. */

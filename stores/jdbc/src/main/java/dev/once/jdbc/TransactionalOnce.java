@@ -131,7 +131,8 @@ public final class TransactionalOnce {
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, TransactionalWork<T, X> work) throws X {
     check(key, fingerprint, codec, work);
-    return engine().call(key, fingerprint, codec, work);
+    return engine().call(key, fingerprint, codec,
+        (c, k, token) -> work.run(new Tx(c, k, token)));
   }
 
   /**
@@ -169,7 +170,8 @@ public final class TransactionalOnce {
       throws X {
     Objects.requireNonNull(connection, "connection");
     check(key, fingerprint, codec, work);
-    return engine().callIn(connection, key, fingerprint, codec, work);
+    return engine().callIn(connection, key, fingerprint, codec,
+        (c, k, token) -> work.run(new Tx(c, k, token)));
   }
 
   /** The store whose DataSource, dialect and table this instance uses. */

@@ -214,7 +214,8 @@ public final class RedisStore implements IdempotencyStore {
      */
     public RedisStore build() {
       RedisConnector connector = connector();
-      RedisEngine engine = new RedisEngine(connector, new KeyLayout(keyPrefix), durability,
+      RedisEngine engine = new RedisEngine(connector, new KeyLayout(keyPrefix),
+          durability.replicas(), durability.timeout(),
           commandTimeout, maxPayloadBytes);
       return new RedisStore(engine, keyPrefix, durability, maxPayloadBytes);
     }

@@ -4,7 +4,6 @@ import dev.once.Once;
 import dev.once.batch.BatchExecutor;
 import dev.once.batch.BatchOutcome;
 import dev.once.batch.ItemResult;
-import dev.once.kafka.BatchResult;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -51,7 +50,7 @@ public final class BatchProcessor<K, V> {
    * @param scope the scope of the idempotency keys
    * @param stop  asked between records: true to stop, releasing the claims not yet run
    */
-  public BatchResult process(List<ConsumerRecord<K, V>> records, String scope,
+  public Processed process(List<ConsumerRecord<K, V>> records, String scope,
       BooleanSupplier stop) {
     BatchOutcome<ConsumerRecord<K, V>> outcome = executor.process(records, scope, stop);
     Map<TopicPartition, List<ItemResult<ConsumerRecord<K, V>>>> byPartition =
@@ -97,7 +96,15 @@ public final class BatchProcessor<K, V> {
         commits.put(tp, new OffsetAndMetadata(item.message().offset() + 1));
       }
     }
-    return new BatchResult(commits, seekTo, retryAt, firstUnfinished, handled, replayed,
+    return new Processed(commits, seekTo, retryAt, firstUnfinished, handled, replayed,
         deadLettered, unfinished);
   }
+
+  /**
+   * What {@link #process} decided, field for field the public {@code BatchResult} that the
+   * consumer makes of it (so this package does not depend back on the public one).
+   */
+  public record Processed(Map<TopicPartition, OffsetAndMetadata> offsetsToCommit,
+      Map<TopicPartition, Long> seekTo, Map<TopicPartition, Instant> retryAt,
+      int firstUnfinishedIndex, int handled, int replayed, int deadLettered, int unfinished) {}
 }

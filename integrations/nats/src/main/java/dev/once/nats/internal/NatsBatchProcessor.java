@@ -45,7 +45,7 @@ public final class NatsBatchProcessor implements AutoCloseable {
     this.settings = settings;
     this.executor = BatchExecutor.<Message>builder(once, settings.handler())
         .scope(settings.scope())
-        .key(m -> settings.keys().keyOf(m))
+        .key(m -> settings.keys().apply(m))
         .fingerprint(settings.fingerprint())
         .deadLetters(new JetStreamDeadLetters(this::jetStream, settings.deadLetterSubject(),
             settings.consumer()))

@@ -5,7 +5,6 @@ import static dev.once.dynamodb.internal.RecordItems.n;
 import static dev.once.dynamodb.internal.RecordItems.s;
 
 import dev.once.StoreUnavailableException;
-import dev.once.dynamodb.RecordAttribute;
 import dev.once.dynamodb.internal.Expressions.Statement;
 import dev.once.dynamodb.internal.Expressions.Values;
 import dev.once.spi.Claim;
@@ -100,7 +99,7 @@ final class ClaimProtocol {
       Function<UpdateItemRequest, CompletableFuture<UpdateItemResponse>> update, int round) {
     return send(update, freshRequest(request)).handle((response, error) -> {
       if (error == null) {
-        long token = items.number(response.attributes(), RecordAttribute.TOKEN);
+        long token = items.number(response.attributes(), Attribute.TOKEN);
         return CompletableFuture.<Claim>completedFuture(new Claim.Acquired(token, false, 1, null,
             EpochMicros.floor(request.leaseUntil())));
       }

@@ -9,7 +9,6 @@ import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
-import dev.once.dynamodb.RecordAttribute;
 import dev.once.dynamodb.internal.Expressions.Statement;
 import dev.once.dynamodb.internal.Expressions.Values;
 import dev.once.spi.Checks;
@@ -340,7 +339,7 @@ public final class DynamoDbEngine {
         }
         // The lease outlives now + retention: keep the record until the lease ends.
         expiresAt = Math.max(EpochMicros.plus(now, retention), items.number(old,
-            RecordAttribute.LEASE_UNTIL));
+            Attribute.LEASE_UNTIL));
       } catch (RuntimeException e) {
         throw Errors.map(e, table, operation + key);
       }
@@ -369,7 +368,7 @@ public final class DynamoDbEngine {
         if (old == null) {
           throw new LeaseLostException(key, token);
         }
-        push = items.number(old, RecordAttribute.EXPIRES_AT) < leaseUntil;
+        push = items.number(old, Attribute.EXPIRES_AT) < leaseUntil;
       } catch (RuntimeException e) {
         throw Errors.map(e, table, "extend of " + key);
       }
@@ -460,7 +459,7 @@ public final class DynamoDbEngine {
               return CompletableFuture.completedFuture(false);
             }
             return extendAsync(claim, now, leaseUntil,
-                items.number(old, RecordAttribute.EXPIRES_AT) < leaseUntil, round + 1);
+                items.number(old, Attribute.EXPIRES_AT) < leaseUntil, round + 1);
           }
           return CompletableFuture.<Boolean>failedFuture(Errors.unwrap(error));
         }).thenCompose(f -> f);
@@ -510,11 +509,11 @@ public final class DynamoDbEngine {
     long nowMicros = EpochMicros.of(now);
     return scanAndApply(purgeScan, nowMicros, limit, item -> {
       Values values = new Values()
-          .put(":token", item.get(names.get(RecordAttribute.TOKEN)))
+          .put(":token", item.get(names.get(Attribute.TOKEN)))
           .put(":now", n(nowMicros));
       client.deleteItem(DeleteItemRequest.builder()
           .tableName(table)
-          .key(Map.of(names.get(RecordAttribute.KEY), item.get(names.get(RecordAttribute.KEY))))
+          .key(Map.of(names.get(Attribute.KEY), item.get(names.get(Attribute.KEY))))
           .conditionExpression(purge.condition())
           .expressionAttributeNames(purge.names())
           .expressionAttributeValues(values.map())
@@ -532,14 +531,14 @@ public final class DynamoDbEngine {
     long nowMicros = EpochMicros.of(now);
     return scanAndApply(reapScan, nowMicros, limit, item -> {
       Values values = new Values()
-          .put(":token", item.get(names.get(RecordAttribute.TOKEN)))
+          .put(":token", item.get(names.get(Attribute.TOKEN)))
           .put(":in_progress", s(Status.IN_PROGRESS.name()))
           .put(":failed", s(Status.FAILED.name()))
           .put(":error", s("lease expired"))
           .put(":now", n(nowMicros));
       client.updateItem(UpdateItemRequest.builder()
           .tableName(table)
-          .key(Map.of(names.get(RecordAttribute.KEY), item.get(names.get(RecordAttribute.KEY))))
+          .key(Map.of(names.get(Attribute.KEY), item.get(names.get(Attribute.KEY))))
           .conditionExpression(reap.condition())
           .updateExpression(reap.update())
           .expressionAttributeNames(reap.names())
@@ -617,8 +616,8 @@ public final class DynamoDbEngine {
     if (old.isEmpty()) {
       return null;
     }
-    AttributeValue status = old.get(names.get(RecordAttribute.STATUS));
-    boolean owned = items.number(old, RecordAttribute.TOKEN) == token && status != null
+    AttributeValue status = old.get(names.get(Attribute.STATUS));
+    boolean owned = items.number(old, Attribute.TOKEN) == token && status != null
         && Status.IN_PROGRESS.name().equals(status.s());
     return owned ? old : null;
   }

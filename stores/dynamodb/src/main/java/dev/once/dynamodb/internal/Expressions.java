@@ -1,6 +1,5 @@
 package dev.once.dynamodb.internal;
 
-import dev.once.dynamodb.RecordAttribute;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.Map;
@@ -18,24 +17,24 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 public final class Expressions {
 
   /** Each attribute's placeholder letter. */
-  private static final Map<RecordAttribute, String> ATTRIBUTES = new EnumMap<>(Map.ofEntries(
-      Map.entry(RecordAttribute.KEY, "#i"),
-      Map.entry(RecordAttribute.STATUS, "#s"),
-      Map.entry(RecordAttribute.FINGERPRINT, "#f"),
-      Map.entry(RecordAttribute.TOKEN, "#t"),
-      Map.entry(RecordAttribute.LEASE_UNTIL, "#l"),
-      Map.entry(RecordAttribute.ATTEMPTS, "#a"),
-      Map.entry(RecordAttribute.CLAIM_ID, "#c"),
-      Map.entry(RecordAttribute.CHECKPOINT_NAME, "#p"),
-      Map.entry(RecordAttribute.CHECKPOINT_DATA, "#d"),
-      Map.entry(RecordAttribute.OUTCOME_KIND, "#o"),
-      Map.entry(RecordAttribute.OUTCOME_MEDIA_TYPE, "#m"),
-      Map.entry(RecordAttribute.OUTCOME_BODY, "#b"),
-      Map.entry(RecordAttribute.LAST_ERROR, "#r"),
-      Map.entry(RecordAttribute.CREATED_AT, "#g"),
-      Map.entry(RecordAttribute.UPDATED_AT, "#u"),
-      Map.entry(RecordAttribute.EXPIRES_AT, "#e"),
-      Map.entry(RecordAttribute.TTL, "#x")));
+  private static final Map<Attribute, String> ATTRIBUTES = new EnumMap<>(Map.ofEntries(
+      Map.entry(Attribute.KEY, "#i"),
+      Map.entry(Attribute.STATUS, "#s"),
+      Map.entry(Attribute.FINGERPRINT, "#f"),
+      Map.entry(Attribute.TOKEN, "#t"),
+      Map.entry(Attribute.LEASE_UNTIL, "#l"),
+      Map.entry(Attribute.ATTEMPTS, "#a"),
+      Map.entry(Attribute.CLAIM_ID, "#c"),
+      Map.entry(Attribute.CHECKPOINT_NAME, "#p"),
+      Map.entry(Attribute.CHECKPOINT_DATA, "#d"),
+      Map.entry(Attribute.OUTCOME_KIND, "#o"),
+      Map.entry(Attribute.OUTCOME_MEDIA_TYPE, "#m"),
+      Map.entry(Attribute.OUTCOME_BODY, "#b"),
+      Map.entry(Attribute.LAST_ERROR, "#r"),
+      Map.entry(Attribute.CREATED_AT, "#g"),
+      Map.entry(Attribute.UPDATED_AT, "#u"),
+      Map.entry(Attribute.EXPIRES_AT, "#e"),
+      Map.entry(Attribute.TTL, "#x")));
 
   /** Each value placeholder's letter, by its readable name. */
   private static final Map<String, String> VALUES = Map.ofEntries(
@@ -60,13 +59,13 @@ public final class Expressions {
       Map.entry(":name", ":g"),
       Map.entry(":data", ":v"));
 
-  private static final Map<String, RecordAttribute> BY_READABLE = new HashMap<>();
+  private static final Map<String, Attribute> BY_READABLE = new HashMap<>();
 
   static {
-    for (RecordAttribute a : RecordAttribute.values()) {
+    for (Attribute a : Attribute.values()) {
       BY_READABLE.put(AttributeNames.placeholder(a), a);
     }
-    if (Map.copyOf(invert(ATTRIBUTES)).size() != RecordAttribute.values().length
+    if (Map.copyOf(invert(ATTRIBUTES)).size() != Attribute.values().length
         || VALUES.values().stream().distinct().count() != VALUES.size()) {
       throw new AssertionError("placeholder letters must be distinct");
     }
@@ -110,7 +109,7 @@ public final class Expressions {
       Matcher m = PLACEHOLDER.matcher(expression);
       while (m.find()) {
         if (m.group().charAt(0) == '#') {
-          RecordAttribute a = attribute(m.group(), expression);
+          Attribute a = attribute(m.group(), expression);
           used.put(ATTRIBUTES.get(a), names.get(a));
         }
       }
@@ -118,16 +117,16 @@ public final class Expressions {
     return Map.copyOf(used);
   }
 
-  private static RecordAttribute attribute(String placeholder, String expression) {
-    RecordAttribute a = BY_READABLE.get(placeholder);
+  private static Attribute attribute(String placeholder, String expression) {
+    Attribute a = BY_READABLE.get(placeholder);
     if (a == null) {
       throw new IllegalStateException("unknown placeholder " + placeholder + " in " + expression);
     }
     return a;
   }
 
-  private static Map<String, RecordAttribute> invert(Map<RecordAttribute, String> map) {
-    Map<String, RecordAttribute> inverted = new HashMap<>();
+  private static Map<String, Attribute> invert(Map<Attribute, String> map) {
+    Map<String, Attribute> inverted = new HashMap<>();
     map.forEach((k, v) -> inverted.put(v, k));
     return inverted;
   }

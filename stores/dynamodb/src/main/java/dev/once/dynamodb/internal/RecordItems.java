@@ -1,26 +1,25 @@
 package dev.once.dynamodb.internal;
 
-import static dev.once.dynamodb.RecordAttribute.ATTEMPTS;
-import static dev.once.dynamodb.RecordAttribute.CHECKPOINT_DATA;
-import static dev.once.dynamodb.RecordAttribute.CHECKPOINT_NAME;
-import static dev.once.dynamodb.RecordAttribute.CLAIM_ID;
-import static dev.once.dynamodb.RecordAttribute.CREATED_AT;
-import static dev.once.dynamodb.RecordAttribute.EXPIRES_AT;
-import static dev.once.dynamodb.RecordAttribute.FINGERPRINT;
-import static dev.once.dynamodb.RecordAttribute.KEY;
-import static dev.once.dynamodb.RecordAttribute.LAST_ERROR;
-import static dev.once.dynamodb.RecordAttribute.LEASE_UNTIL;
-import static dev.once.dynamodb.RecordAttribute.OUTCOME_BODY;
-import static dev.once.dynamodb.RecordAttribute.OUTCOME_KIND;
-import static dev.once.dynamodb.RecordAttribute.OUTCOME_MEDIA_TYPE;
-import static dev.once.dynamodb.RecordAttribute.STATUS;
-import static dev.once.dynamodb.RecordAttribute.TOKEN;
-import static dev.once.dynamodb.RecordAttribute.UPDATED_AT;
+import static dev.once.dynamodb.internal.Attribute.ATTEMPTS;
+import static dev.once.dynamodb.internal.Attribute.CHECKPOINT_DATA;
+import static dev.once.dynamodb.internal.Attribute.CHECKPOINT_NAME;
+import static dev.once.dynamodb.internal.Attribute.CLAIM_ID;
+import static dev.once.dynamodb.internal.Attribute.CREATED_AT;
+import static dev.once.dynamodb.internal.Attribute.EXPIRES_AT;
+import static dev.once.dynamodb.internal.Attribute.FINGERPRINT;
+import static dev.once.dynamodb.internal.Attribute.KEY;
+import static dev.once.dynamodb.internal.Attribute.LAST_ERROR;
+import static dev.once.dynamodb.internal.Attribute.LEASE_UNTIL;
+import static dev.once.dynamodb.internal.Attribute.OUTCOME_BODY;
+import static dev.once.dynamodb.internal.Attribute.OUTCOME_KIND;
+import static dev.once.dynamodb.internal.Attribute.OUTCOME_MEDIA_TYPE;
+import static dev.once.dynamodb.internal.Attribute.STATUS;
+import static dev.once.dynamodb.internal.Attribute.TOKEN;
+import static dev.once.dynamodb.internal.Attribute.UPDATED_AT;
 
 import dev.once.Checkpoint;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
-import dev.once.dynamodb.RecordAttribute;
 import dev.once.spi.EpochMicros;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
@@ -88,7 +87,7 @@ public final class RecordItems {
   }
 
   /** The number in attribute {@code a} of {@code item}. */
-  public long number(Map<String, AttributeValue> item, RecordAttribute a) {
+  public long number(Map<String, AttributeValue> item, Attribute a) {
     AttributeValue v = require(item, a);
     if (v.n() == null) {
       throw notARecord(item, a, "a number");
@@ -96,7 +95,7 @@ public final class RecordItems {
     return Long.parseLong(v.n());
   }
 
-  private String string(Map<String, AttributeValue> item, RecordAttribute a) {
+  private String string(Map<String, AttributeValue> item, Attribute a) {
     AttributeValue v = require(item, a);
     if (v.s() == null) {
       throw notARecord(item, a, "a string");
@@ -104,7 +103,7 @@ public final class RecordItems {
     return v.s();
   }
 
-  private byte[] bytes(Map<String, AttributeValue> item, RecordAttribute a) {
+  private byte[] bytes(Map<String, AttributeValue> item, Attribute a) {
     AttributeValue v = require(item, a);
     if (v.b() == null) {
       throw notARecord(item, a, "binary");
@@ -112,7 +111,7 @@ public final class RecordItems {
     return v.b().asByteArrayUnsafe();
   }
 
-  private AttributeValue require(Map<String, AttributeValue> item, RecordAttribute a) {
+  private AttributeValue require(Map<String, AttributeValue> item, Attribute a) {
     AttributeValue v = item.get(names.get(a));
     if (v == null) {
       throw notARecord(item, a, "present");
@@ -120,7 +119,7 @@ public final class RecordItems {
     return v;
   }
 
-  private IllegalStateException notARecord(Map<String, AttributeValue> item, RecordAttribute a,
+  private IllegalStateException notARecord(Map<String, AttributeValue> item, Attribute a,
       String expected) {
     AttributeValue key = item.get(names.get(KEY));
     return new IllegalStateException("item " + (key == null ? "?" : key.s()) + " in table '"

@@ -1,6 +1,5 @@
 package dev.once.dynamodb.internal;
 
-import dev.once.dynamodb.RecordAttribute;
 import java.time.Duration;
 import software.amazon.awssdk.core.waiters.WaiterOverrideConfiguration;
 import software.amazon.awssdk.retries.api.BackoffStrategy;
@@ -31,7 +30,7 @@ public final class TableSetup {
 
   /** @return true if this call created the table */
   public static boolean ensure(DynamoDbClient client, String table, AttributeNames names) {
-    String keyName = names.get(RecordAttribute.KEY);
+    String keyName = names.get(Attribute.KEY);
     boolean created = false;
     TableDescription existing = describe(client, table);
     if (existing == null) {
@@ -55,7 +54,7 @@ public final class TableSetup {
       waiter.waitUntilTableExists(r -> r.tableName(table));
     }
     checkKeySchema(describe(client, table), table, keyName);
-    enableTtl(client, table, names.get(RecordAttribute.TTL));
+    enableTtl(client, table, names.get(Attribute.TTL));
     return created;
   }
 

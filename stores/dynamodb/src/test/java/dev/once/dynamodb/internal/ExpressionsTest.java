@@ -3,7 +3,6 @@ package dev.once.dynamodb.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.once.dynamodb.RecordAttribute;
 import dev.once.dynamodb.internal.Expressions.Statement;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -22,7 +21,7 @@ class ExpressionsTest {
 
   @Test
   void aStatementNamesTheConfiguredAttributesOfItsPlaceholdersOnly() {
-    AttributeNames names = AttributeNames.of(Map.of(RecordAttribute.STATUS, "state"));
+    AttributeNames names = AttributeNames.of(Map.of(Attribute.STATUS, "state"));
 
     Statement owned = Statement.of(names, DynamoDbEngine.OWNED, DynamoDbEngine.CHECKPOINT_UPDATE);
 

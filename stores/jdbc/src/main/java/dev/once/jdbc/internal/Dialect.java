@@ -1,7 +1,6 @@
 package dev.once.jdbc.internal;
 
 import dev.once.IdempotencyKey;
-import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.Completion;
 import dev.once.spi.EpochMicros;
 import dev.once.spi.HeldClaim;
@@ -28,7 +27,10 @@ public abstract class Dialect {
   static final String OWNED =
       " WHERE scope = ? AND tenant = ? AND idem_key = ? AND token = ? AND status = 'IN_PROGRESS'";
 
-  final JdbcDialect kind;
+  /** Which database: the name of its {@code JdbcDialect} constant ({@code "POSTGRESQL"}, …). */
+  final String kind;
+  /** Its {@code JdbcDialect.schemaResources()}, oldest first. */
+  final List<String> schemaResources;
   final TableName table;
   /**
    * Whether the table keeps {@code purge_after}, a lower bound of {@code expires_at} that purging
@@ -50,8 +52,9 @@ public abstract class Dialect {
   final String completedAtSql;
   private final String[] replaceSql = new String[4];
 
-  Dialect(JdbcDialect kind, TableName table, boolean expiryFloor) {
+  Dialect(String kind, List<String> schemaResources, TableName table, boolean expiryFloor) {
     this.kind = kind;
+    this.schemaResources = List.copyOf(schemaResources);
     this.table = table;
     this.expiryFloor = expiryFloor;
     String t = table.qualified();
@@ -122,25 +125,29 @@ public abstract class Dialect {
     return i;
   }
 
-  /** Which database this is. */
-  public JdbcDialect kind() {
+  /** Which database this is: the name of its {@code JdbcDialect} constant. */
+  public String kind() {
     return kind;
   }
 
-  /** The dialect support for {@code dialect} over {@code table}. */
-  public static Dialect of(JdbcDialect dialect, TableName table) {
+  /**
+   * The dialect support for {@code dialect} (the name of a {@code JdbcDialect} constant, whose
+   * {@code schemaResources()} are given) over {@code table}. By name, so this package does not
+   * depend back on the public {@code JdbcDialect}, which depends on it.
+   */
+  public static Dialect of(String dialect, List<String> schemaResources, TableName table) {
     switch (dialect) {
-      case POSTGRESQL:
-        return new PostgresDialect(table);
-      case MARIADB:
-        return new MariaDbDialect(table);
-      case SQLITE:
+      case "POSTGRESQL":
+        return new PostgresDialect(schemaResources, table);
+      case "MARIADB":
+        return new MariaDbDialect(schemaResources, table);
+      case "SQLITE":
         if (table.isQualified()) {
           throw new IllegalArgumentException("invalid table name '" + table
               + "': SQLite tables are not schema-qualified here; attach the file as the main"
               + " database instead");
         }
-        return new SqliteDialect(table);
+        return new SqliteDialect(schemaResources, table);
       default:
         throw new IllegalArgumentException("unknown dialect " + dialect);
     }
@@ -440,7 +447,7 @@ public abstract class Dialect {
    * upgraded in place). Idempotent.
    */
   void createSchema(Connection c) throws SQLException {
-    List<String> resources = kind.schemaResources();
+    List<String> resources = schemaResources;
     execute(c, statements(resources.get(0)));
     if (!hasColumn(c, CLAIM_ID)) {
       addColumn(c, statements(resources.get(1)));
@@ -499,7 +506,7 @@ public abstract class Dialect {
     }
     return "the table " + table + " does not exist: create it once with JdbcStore.createSchema()"
         + " (or `once schema --apply --table " + table + "`), or apply "
-        + String.join(" and ", kind.schemaResources()) + " with your migrations";
+        + String.join(" and ", schemaResources) + " with your migrations";
   }
 
   String missingColumnHint(SQLException e) {
@@ -516,7 +523,7 @@ public abstract class Dialect {
         continue;
       }
       // The column came with version v + 2: that version and every later one are missing.
-      List<String> resources = kind.schemaResources();
+      List<String> resources = schemaResources;
       List<String> upgrades = resources.subList(v + 1, resources.size());
       StringBuilder apply = new StringBuilder();
       for (String resource : upgrades) {

@@ -1,6 +1,5 @@
 package dev.once.jdbc.internal;
 
-import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -26,8 +25,8 @@ final class MariaDbDialect extends Dialect {
   private final String purgeSql;
   private final String reapSql;
 
-  MariaDbDialect(TableName table) {
-    super(JdbcDialect.MARIADB, table, false);
+  MariaDbDialect(List<String> schemaResources, TableName table) {
+    super("MARIADB", schemaResources, table, false);
     String t = table.qualified();
     purgeSql = "DELETE FROM " + t + " WHERE expires_at <= ? ORDER BY expires_at LIMIT ?";
     reapSql = "UPDATE " + t + " SET status = 'FAILED', last_error = 'lease expired',"

@@ -1,7 +1,6 @@
 package dev.once.jdbc.internal;
 
 import dev.once.IdempotencyKey;
-import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.Completion;
 import dev.once.spi.EpochMicros;
 import dev.once.spi.HeldClaim;
@@ -39,8 +38,8 @@ final class PostgresDialect extends Dialect {
   private final String reapSql;
   private final String backfillSql;
 
-  PostgresDialect(TableName table) {
-    super(JdbcDialect.POSTGRESQL, table, true);
+  PostgresDialect(List<String> schemaResources, TableName table) {
+    super("POSTGRESQL", schemaResources, table, true);
     String t = table.qualified();
     insertAllSql = "INSERT INTO " + t + " (scope, tenant, idem_key, status, fingerprint, token,"
         + " lease_until, attempts, created_at, updated_at, expires_at, claim_id, purge_after)"
@@ -180,7 +179,7 @@ final class PostgresDialect extends Dialect {
    */
   @Override
   void createSchema(Connection c) throws SQLException {
-    List<String> resources = kind.schemaResources();
+    List<String> resources = schemaResources;
     if (!exists(c, table.qualified())) {
       execute(c, statements(resources.get(0)));
     }

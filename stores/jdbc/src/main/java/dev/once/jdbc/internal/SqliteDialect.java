@@ -1,6 +1,5 @@
 package dev.once.jdbc.internal;
 
-import dev.once.jdbc.JdbcDialect;
 import dev.once.spi.IdempotencyRecord;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -20,8 +19,8 @@ final class SqliteDialect extends Dialect {
   private final String purgeSql;
   private final String reapSql;
 
-  SqliteDialect(TableName table) {
-    super(JdbcDialect.SQLITE, table, false);
+  SqliteDialect(List<String> schemaResources, TableName table) {
+    super("SQLITE", schemaResources, table, false);
     String t = table.qualified();
     purgeSql = "DELETE FROM " + t + " WHERE rowid IN (SELECT rowid FROM " + t
         + " WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)";

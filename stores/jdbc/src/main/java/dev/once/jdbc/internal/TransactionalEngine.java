@@ -9,9 +9,6 @@ import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
-import dev.once.jdbc.JdbcDialect;
-import dev.once.jdbc.Transaction;
-import dev.once.jdbc.TransactionalWork;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
@@ -93,7 +90,7 @@ public final class TransactionalEngine {
     // the claim is needed, which saves a round trip where it cannot ride along.
     this.terminalPossible = settings.failurePolicy().hasTerminalRules();
     this.listener = settings.listener() == null ? null : OnceListener.guarded(settings.listener());
-    this.claimOrder = dialect.kind() == JdbcDialect.POSTGRESQL
+    this.claimOrder = dialect.kind().equals("POSTGRESQL")
         ? engine.claimOrder().another() : ClaimOrder.fixed(false);
   }
 
@@ -102,7 +99,7 @@ public final class TransactionalEngine {
 
   /** Runs {@code work} in a transaction of our own on a connection of the store's DataSource. */
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
-      Codec<T> codec, TransactionalWork<T, X> work) throws X {
+      Codec<T> codec, TxWork<T, X> work) throws X {
     Connection c;
     try {
       c = dataSource.getConnection();
@@ -169,7 +166,7 @@ public final class TransactionalEngine {
 
   /** Runs {@code work} in the caller's ongoing transaction on {@code c}. */
   public <T, X extends Exception> Result<T> callIn(Connection c, IdempotencyKey key,
-      Fingerprint fingerprint, Codec<T> codec, TransactionalWork<T, X> work) throws X {
+      Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work) throws X {
     boolean autoCommit;
     try {
       autoCommit = c.getAutoCommit();
@@ -192,7 +189,7 @@ public final class TransactionalEngine {
 
   /** The cycle; {@code claimStarted}: when the first claim (and any read before it) began. */
   private <T, X extends Exception> Result<T> run(Scope s, IdempotencyKey key,
-      Fingerprint fingerprint, Codec<T> codec, TransactionalWork<T, X> work, long claimStarted)
+      Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work, long claimStarted)
       throws X {
     Claim claim;
     for (int attempt = 1; ; attempt++) {
@@ -235,7 +232,7 @@ public final class TransactionalEngine {
     long started = System.nanoTime();
     T value;
     try {
-      value = work.run(new Tx(s.c, key, token));
+      value = work.run(s.c, key, token);
     } catch (Throwable failure) {
       recordFailure(s, key, token, failure);
       throw TransactionalEngine.<RuntimeException>sneak(failure);
@@ -489,50 +486,6 @@ public final class TransactionalEngine {
   }
 
   // ----------------------------------------------------------------------------------------------
-
-  /** What the logic sees. */
-  private static final class Tx implements Transaction {
-    private final Connection connection;
-    private final IdempotencyKey key;
-    private final long token;
-    private String downstreamKey;
-
-    Tx(Connection connection, IdempotencyKey key, long token) {
-      this.connection = connection;
-      this.key = key;
-      this.token = token;
-    }
-
-    @Override
-    public Connection connection() {
-      return connection;
-    }
-
-    @Override
-    public IdempotencyKey idempotencyKey() {
-      return key;
-    }
-
-    @Override
-    public String key() {
-      String k = downstreamKey;
-      if (k == null) {
-        k = key.downstreamKey();
-        downstreamKey = k;
-      }
-      return k;
-    }
-
-    @Override
-    public long token() {
-      return token;
-    }
-
-    @Override
-    public String toString() {
-      return "Transaction[" + key + ", token " + token + "]";
-    }
-  }
 
   /** A failure before anything was written (no connection, or a read-only answer's end). */
   private StoreUnavailableException unavailable(String operation, SQLException e) {

@@ -46,11 +46,11 @@ abstract class TxSql {
 
   static TxSql of(Dialect dialect, Duration lockWait) {
     switch (dialect.kind) {
-      case POSTGRESQL:
+      case "POSTGRESQL":
         return new Postgres(dialect, lockWait);
-      case MARIADB:
+      case "MARIADB":
         return new MariaDb(dialect, lockWait);
-      case SQLITE:
+      case "SQLITE":
         return new Sqlite(dialect, lockWait);
       default:
         throw new IllegalArgumentException("unknown dialect " + dialect.kind);

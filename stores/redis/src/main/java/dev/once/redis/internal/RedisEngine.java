@@ -5,7 +5,6 @@ import dev.once.IdempotencyKey;
 import dev.once.LeaseLostException;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
-import dev.once.redis.Durability;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
@@ -70,15 +69,19 @@ public final class RedisEngine implements AutoCloseable {
 
   private final RedisConnector connector;
   private final KeyLayout layout;
-  private final Durability durability;
+  /** How many replicas must acknowledge each write ({@code Durability.replicas()}); 0: none. */
+  private final int replicas;
+  /** How long to wait for them ({@code Durability.timeout()}). */
+  private final Duration replicaTimeout;
   private final Duration timeout;
   private final int maxPayloadBytes;
 
-  public RedisEngine(RedisConnector connector, KeyLayout layout, Durability durability,
-      Duration timeout, int maxPayloadBytes) {
+  public RedisEngine(RedisConnector connector, KeyLayout layout, int replicas,
+      Duration replicaTimeout, Duration timeout, int maxPayloadBytes) {
     this.connector = connector;
     this.layout = layout;
-    this.durability = durability;
+    this.replicas = replicas;
+    this.replicaTimeout = replicaTimeout;
     this.timeout = timeout;
     this.maxPayloadBytes = maxPayloadBytes;
   }
@@ -759,27 +762,27 @@ public final class RedisEngine implements AutoCloseable {
    * ({@link StoreUnavailableException#mayHaveBeenApplied()} true).
    */
   private void awaitReplicas(List<byte[]> keys, String what) {
-    if (durability.replicas() > 0) {
+    if (this.replicas > 0) {
       awaitReplicas(connector.access(what), keys, what);
     }
   }
 
   private void awaitReplicas(RedisAccess redis, List<byte[]> keys, String what) {
-    int replicas = durability.replicas();
+    int replicas = this.replicas;
     if (replicas == 0) {
       return;
     }
-    long deadline = System.nanoTime() + timeout.toNanos() + durability.timeout().toNanos();
+    long deadline = System.nanoTime() + timeout.toNanos() + replicaTimeout.toNanos();
     long acknowledged;
     try {
-      acknowledged = await(send(() -> redis.waitForReplicas(keys, replicas, durability.timeout())),
+      acknowledged = await(send(() -> redis.waitForReplicas(keys, replicas, replicaTimeout)),
           deadline, "WAIT after " + what);
     } catch (StoreUnavailableException e) {
       throw mayHaveBeenApplied(e);
     }
     if (acknowledged < replicas) {
       throw new StoreUnavailableException("only " + acknowledged + " of " + replicas
-          + " replicas acknowledged the " + what + " within " + durability.timeout().toMillis()
+          + " replicas acknowledged the " + what + " within " + replicaTimeout.toMillis()
           + " ms (" + description() + "); the write is on the primary and may survive,"
           + " retry as for any store error", null, true);
     }

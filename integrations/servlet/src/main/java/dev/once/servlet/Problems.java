@@ -1,6 +1,5 @@
-package dev.once.servlet.internal;
+package dev.once.servlet;
 
-import dev.once.servlet.IdempotencyProblem;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
@@ -11,10 +10,10 @@ import java.nio.charset.StandardCharsets;
  * {@link IdempotencyProblem} says each carries: the same answers as the Spring Boot starter's for
  * {@code @Idempotent} controllers.
  */
-public final class Problems {
+final class Problems {
 
   /** The media type of every answer the filter writes itself. */
-  public static final String MEDIA_TYPE = IdempotencyProblem.MEDIA_TYPE;
+  static final String MEDIA_TYPE = IdempotencyProblem.MEDIA_TYPE;
 
   private Problems() {}
 
@@ -23,7 +22,7 @@ public final class Problems {
    * already committed. A problem that {@linkplain IdempotencyProblem#retryAfter() carries
    * Retry-After} gets 1 s.
    */
-  public static void send(HttpServletRequest request, HttpServletResponse response,
+  static void send(HttpServletRequest request, HttpServletResponse response,
       IdempotencyProblem problem, String detail) throws IOException {
     send(request, response, problem, problem.status(), detail, 1);
   }
@@ -32,7 +31,7 @@ public final class Problems {
    * As {@link #send(HttpServletRequest, HttpServletResponse, IdempotencyProblem, String)}, with
    * another status and, for a problem that carries {@code Retry-After}, {@code retryAfterSeconds}.
    */
-  public static void send(HttpServletRequest request, HttpServletResponse response,
+  static void send(HttpServletRequest request, HttpServletResponse response,
       IdempotencyProblem problem, int status, String detail, long retryAfterSeconds)
       throws IOException {
     if (response.isCommitted()) {
@@ -58,7 +57,7 @@ public final class Problems {
    * {@code instance}, the request's path (its URI without the query), as Spring answers a
    * {@code ProblemDetail}.
    */
-  public static String json(IdempotencyProblem problem, int status, String detail,
+  static String json(IdempotencyProblem problem, int status, String detail,
       String instance) {
     return "{\"type\":" + quote(problem.type())
         + ",\"title\":" + quote(problem.title())

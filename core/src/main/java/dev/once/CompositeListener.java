@@ -1,23 +1,35 @@
-package dev.once.internal;
+package dev.once;
 
-import dev.once.IdempotencyKey;
-import dev.once.OnceListener;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.Consumer;
 
-/** {@link OnceListener#compose}: tells every listener, each failure logged apart. */
-public final class CompositeListener implements OnceListener {
+/**
+ * {@link OnceListener#compose} and {@link OnceListener#guarded}: tells every listener, each failure
+ * logged apart. In the API's package, so the API does not depend on the engine for it.
+ */
+final class CompositeListener implements OnceListener {
+
+  /** The engine's logger, so a throwing listener is logged where it always was. */
+  private static final System.Logger LOG = System.getLogger(Once.class.getName());
 
   private final List<OnceListener> listeners;
 
-  public CompositeListener(List<OnceListener> listeners) {
+  CompositeListener(List<OnceListener> listeners) {
     this.listeners = List.copyOf(listeners);
   }
 
   private void each(Consumer<OnceListener> event) {
     for (OnceListener listener : listeners) {
-      Execution.notify(listener, event);
+      try {
+        event.accept(listener);
+      } catch (VirtualMachineError e) {
+        throw e;
+      } catch (Throwable e) {
+        // An Error too (a missing class in a metrics library): a listener must never decide
+        // whether the work runs again.
+        LOG.log(System.Logger.Level.WARNING, "OnceListener threw; ignored", e);
+      }
     }
   }
 
