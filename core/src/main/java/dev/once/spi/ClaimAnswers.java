@@ -3,7 +3,6 @@ package dev.once.spi;
 import dev.once.Codec;
 import dev.once.IdempotencyKey;
 import dev.once.KeyReusedException;
-import dev.once.Once;
 import dev.once.OnceListener;
 import dev.once.OutcomeNotStoredException;
 import dev.once.ReplayedFailureException;
@@ -18,9 +17,6 @@ import java.util.function.Consumer;
  * own package, so the SPI does not depend on the engine for it.
  */
 final class ClaimAnswers {
-
-  /** The engine's logger, so a throwing listener is logged where it always was. */
-  private static final System.Logger LOG = System.getLogger(Once.class.getName());
 
   private ClaimAnswers() {}
 
@@ -48,19 +44,11 @@ final class ClaimAnswers {
         retryAfter.isNegative() ? Duration.ZERO : retryAfter);
   }
 
-  /** Tells the listener, if any; a throwing listener is logged and ignored. */
+  /** Tells the listener, if any, guarded: a throwing listener is logged and ignored. */
   private static void notify(OnceListener listener, Consumer<OnceListener> event) {
-    if (listener == null) {
-      return;
-    }
-    try {
-      event.accept(listener);
-    } catch (VirtualMachineError e) {
-      throw e;
-    } catch (Throwable e) {
-      // An Error too (a missing class in a metrics library): a listener must never decide
-      // whether the work runs again.
-      LOG.log(System.Logger.Level.WARNING, "OnceListener threw; ignored", e);
+    if (listener != null) {
+      event.accept(OnceListener.guarded(listener));
     }
   }
+
 }
