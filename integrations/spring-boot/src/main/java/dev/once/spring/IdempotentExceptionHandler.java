@@ -11,13 +11,10 @@ import dev.once.RequestInProgressException;
 import dev.once.StoreUnavailableException;
 import dev.once.servlet.IdempotencyFilter;
 import dev.once.servlet.IdempotencyProblem;
-import dev.once.spring.internal.FailureReplay;
 import jakarta.servlet.http.HttpServletRequest;
-import jakarta.servlet.http.HttpServletResponse;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.function.Supplier;
 import org.apache.commons.logging.Log;
 import org.apache.commons.logging.LogFactory;
 import org.springframework.core.annotation.Order;
@@ -29,7 +26,6 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.MissingRequestHeaderException;
 import org.springframework.web.bind.annotation.ControllerAdvice;
 import org.springframework.web.bind.annotation.ExceptionHandler;
-import org.springframework.web.servlet.HandlerExceptionResolver;
 
 /**
  * Answers Once's exceptions that leave a Spring MVC handler (an {@link Idempotent} method it
@@ -43,9 +39,8 @@ import org.springframework.web.servlet.HandlerExceptionResolver;
  *   <tr><td>{@link KeyReusedException}</td><td>422</td><td></td><td>{@code idempotency-key-reused}</td></tr>
  *   <tr><td>{@link RequestInProgressException}</td><td>409</td><td>{@code Retry-After}</td>
  *       <td>{@code idempotency-request-in-progress}</td></tr>
- *   <tr><td>{@link ReplayedFailureException}</td><td>as the application answered the original
- *       failure, else 500</td><td>{@code Idempotent-Replayed: true}</td>
- *       <td>the application's, else {@code idempotency-original-failed}</td></tr>
+ *   <tr><td>{@link ReplayedFailureException}</td><td>500</td><td>{@code Idempotent-Replayed: true}</td>
+ *       <td>{@code idempotency-original-failed}</td></tr>
  *   <tr><td>{@link OutcomeNotStoredException}</td><td>200</td><td>{@code Idempotent-Replayed: true}</td>
  *       <td>{@code idempotency-response-not-stored}</td></tr>
  *   <tr><td>{@link StoreUnavailableException} (and {@link OutcomeUnknownException})</td><td>503</td>
@@ -78,7 +73,6 @@ public class IdempotentExceptionHandler {
 
   private final Duration retryAfter;
   private final String keyHeader;
-  private Supplier<HandlerExceptionResolver> resolvers;
 
   /** With a {@code Retry-After} of at most 1 s. */
   public IdempotentExceptionHandler() {
@@ -131,32 +125,11 @@ public class IdempotentExceptionHandler {
             + " s", headers);
   }
 
-  /**
-   * The original call failed terminally; its failure is replayed, marked
-   * {@code Idempotent-Replayed: true}, as the application answered it the first time: the stored
-   * failure's exception is made again (its class, with the stored message, through its
-   * {@code (String)} constructor) and handed to Spring MVC's exception resolvers for the same
-   * handler, so a controller's {@code @ExceptionHandler} or an exception's {@code @ResponseStatus}
-   * answers the retry as it answered the original. Where that cannot be done (no such class, no
-   * {@code (String)} constructor, no resolver answers it, or not a Spring MVC request): 500
-   * {@code idempotency-original-failed}, as the filter answers a replayed failure.
-   */
+  /** 500 with {@code Idempotent-Replayed: true}: the original failed terminally; replayed. */
   @ExceptionHandler
-  public ResponseEntity<ProblemDetail> originalFailed(ReplayedFailureException e,
-      HttpServletRequest request, HttpServletResponse response) {
-    if (FailureReplay.answered(e, request, response, resolvers)) {
-      return null; // answered by the application's own mapping, marked replayed
-    }
+  public ResponseEntity<ProblemDetail> originalFailed(ReplayedFailureException e) {
     return problem(IdempotencyProblem.ORIGINAL_FAILED, IdempotencyProblem.ORIGINAL_FAILED.status(),
         "the original call with this idempotency key failed; it is not run again", replayed());
-  }
-
-  /**
-   * Where replayed failures are answered as the application maps them (set by the starter with
-   * the context's {@code handlerExceptionResolver}). Without one, a replayed failure is 500.
-   */
-  public void setExceptionResolvers(Supplier<HandlerExceptionResolver> resolvers) {
-    this.resolvers = resolvers;
   }
 
   /**

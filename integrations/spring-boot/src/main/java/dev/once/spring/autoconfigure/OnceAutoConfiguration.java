@@ -242,21 +242,10 @@ public class OnceAutoConfiguration {
     /** 422, 409 with Retry-After, 503, ... with the filter's problem types. */
     @Bean
     @ConditionalOnMissingBean
-    public IdempotentExceptionHandler onceIdempotentExceptionHandler(OnceProperties properties,
-        org.springframework.beans.factory.BeanFactory beans) {
-      IdempotentExceptionHandler handler = new IdempotentExceptionHandler(
-          properties.getHttp().getRetryAfter(), properties.getHttp().getKeyHeader());
-      // Spring MVC's composite resolver (controllers' @ExceptionHandler, @ResponseStatus): a
-      // replayed failure is answered as the application answered the original.
-      handler.setExceptionResolvers(() -> beans.containsBean(EXCEPTION_RESOLVER)
-          ? beans.getBean(EXCEPTION_RESOLVER,
-              org.springframework.web.servlet.HandlerExceptionResolver.class)
-          : null);
-      return handler;
+    public IdempotentExceptionHandler onceIdempotentExceptionHandler(OnceProperties properties) {
+      return new IdempotentExceptionHandler(properties.getHttp().getRetryAfter(),
+          properties.getHttp().getKeyHeader());
     }
-
-    /** The name Spring MVC gives its composite exception resolver bean. */
-    private static final String EXCEPTION_RESOLVER = "handlerExceptionResolver";
   }
 
   /** The {@code once} health indicator, with Actuator. */
