@@ -68,33 +68,7 @@ public final class BatchEngine<M> {
   /** The settings of one executor, fixed when it is built. */
   public record Settings<M>(MessageHandler<M> handler, Function<M, String> keys,
       Function<M, Fingerprint> fingerprint, DeadLetterPublisher<M> deadLetters,
-      BatchConfig config, Function<M, ?> orderedBy, Function<M, ?> messageId) {
-
-    int maxAttempts() {
-      return config.maxAttempts();
-    }
-
-    Duration initialBackoff() {
-      return config.initialBackoff();
-    }
-
-    Duration inProgressBackoff() {
-      return config.inProgressBackoff();
-    }
-
-    boolean batchClaims() {
-      return config.batchClaims();
-    }
-
-    NoKeyPolicy noKeyPolicy() {
-      return config.noKeyPolicy();
-    }
-
-    /** The pause before retry number {@code attempt} + 1: doubling from the initial, capped. */
-    Duration backoff(int attempt) {
-      return config.backoff(attempt);
-    }
-  }
+      BatchConfig config, Function<M, ?> orderedBy, Function<M, ?> messageId) {}
 
   private final Once.Config config;
   /** The store, each call told to the listener (onStoreCall) as Once's own calls are. */
@@ -163,7 +137,7 @@ public final class BatchEngine<M> {
     Instant now = now();
     for (int i = 0; i < n; i++) {
       items[i] = identify(batch.messages.get(i), scope);
-      if (items[i].key != null && settings.batchClaims()) {
+      if (items[i].key != null && settings.config().batchClaims()) {
         requests.add(request(items[i], now));
         requestIndex.add(i);
       }
@@ -177,7 +151,7 @@ public final class BatchEngine<M> {
       } catch (RuntimeException e) {
         outages.log(System.Logger.Level.WARNING, "batch claim of " + requests.size()
             + " messages failed; the batch will be delivered again", e);
-        Instant retryAt = now.plus(settings.initialBackoff());
+        Instant retryAt = now.plus(settings.config().initialBackoff());
         for (int i = 0; i < n; i++) {
           batch.set(i, items[i].key, Disposition.notFinal(Status.NOT_RUN, retryAt, e, 0));
         }
@@ -230,7 +204,7 @@ public final class BatchEngine<M> {
           continue;
         }
         Disposition disposition = unreadable[i] != null
-            ? Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()),
+            ? Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()),
                 unreadable[i], 0)
             : handle(message, items[i], claims[i], attempts[i], ownedHere, batch);
         batch.set(i, items[i].key, disposition);
@@ -335,7 +309,7 @@ public final class BatchEngine<M> {
       BatchRun.Pending owner = batch.pending.get(step.awaiting());
       int attempt = owner == null ? 0 : owner.attempt().attemptNumber();
       if (failed != null) {
-        Instant retryAt = now().plus(settings.initialBackoff());
+        Instant retryAt = now().plus(settings.config().initialBackoff());
         batch.dispositions[i] = step.status() == Status.HANDLED
             ? Disposition.notFinal(failed, retryAt, batch.storeFailure, attempt)
             : Disposition.notFinal(Status.NOT_RUN, retryAt, null, 0);
@@ -394,14 +368,14 @@ public final class BatchEngine<M> {
         claim = store.claim(request(item, now()));
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "claim of " + item.key + " failed; retrying later", e);
-        return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e, 0);
+        return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), e, 0);
       }
       if (claim instanceof Claim.Acquired acquired) {
         try {
           attempt = hold(item.key, acquired, batch);
         } catch (RuntimeException e) {
           giveBackUnreadable(item.key, acquired, e);
-          return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e,
+          return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), e,
               0);
         }
       }
@@ -428,18 +402,18 @@ public final class BatchEngine<M> {
           notify(l -> l.onReplayed(key));
           return Disposition.done(Status.REPLAYED, 0);
         }
-        return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), null, 0);
+        return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), null, 0);
       }
       if (unstored.keeps(key)) {
         // Our own claim: the handler returned in an earlier batch and its outcome is kept until
         // the store takes it. Not run again; delivered again once it is stored (then a replay).
-        return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), null,
+        return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.config().initialBackoff()), null,
             0);
       }
       notify(l -> l.onInProgress(key));
       // Held by another worker (typically around a rebalance): look again after a backoff, or
       // when its lease ends, where a takeover becomes possible, whichever comes first.
-      Instant at = now().plus(settings.inProgressBackoff());
+      Instant at = now().plus(settings.config().inProgressBackoff());
       return Disposition.notFinal(Status.IN_PROGRESS,
           inProgress.leaseUntil().isBefore(at) ? inProgress.leaseUntil() : at, null, 0);
     }
@@ -494,12 +468,12 @@ public final class BatchEngine<M> {
       notify(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost while the message waited its"
           + " turn: another worker took over; not run here, it will be delivered again", key);
-      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, 0);
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e, 0);
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "could not extend the lease on " + key
           + " before running it; not run, it will be delivered again", e);
       leases.release(attempt, "released unprocessed: its lease could not be extended");
-      return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.initialBackoff()), e, 0);
+      return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), e, 0);
     }
     long started = System.nanoTime();
     try {
@@ -525,7 +499,7 @@ public final class BatchEngine<M> {
   /** The handler returned: its outcome is stored with the batch, or at once, or kept. */
   private Disposition returned(IdempotencyKey key, AttemptImpl attempt, Outcome outcome, long started,
       BatchRun<M> batch) {
-    if (settings.batchClaims()) {
+    if (settings.config().batchClaims()) {
       // Stored with the rest of the batch (storePending); the claim stays held until then.
       batch.pending.put(key, new BatchRun.Pending(attempt, outcome, started));
       return Disposition.awaiting(key, Status.HANDLED);
@@ -538,13 +512,13 @@ public final class BatchEngine<M> {
       notify(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
           + " worker took over; the message will be delivered again", key);
-      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e,
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e,
           attempt.attemptNumber());
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "could not store the outcome of " + key
           + "; kept with its claim, stored before the message is handled again", e);
       unstored.keep(attempt, outcome, started);
-      return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), e,
+      return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.config().initialBackoff()), e,
           attempt.attemptNumber());
     }
     Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
@@ -564,18 +538,18 @@ public final class BatchEngine<M> {
     if (failure instanceof LeaseLostException) {
       leases.drop(attempt);
       notify(l -> l.onLeaseLost(key, token));
-      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), failure,
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), failure,
           number);
     }
     boolean terminal = attempt.committedFailure() != null
         || Execution.isTerminal(config, failure);
-    boolean exhausted = !terminal && number >= settings.maxAttempts();
+    boolean exhausted = !terminal && number >= settings.config().maxAttempts();
     notify(l -> l.onFailed(key, token, failure, terminal || exhausted));
     if (!terminal && !exhausted) {
       leases.fail(attempt, Execution.describe(failure));
-      Instant retryAt = now().plus(settings.backoff(number));
+      Instant retryAt = now().plus(settings.config().backoff(number));
       LOG.log(System.Logger.Level.DEBUG, () -> key + " failed on attempt " + number + " of "
-          + settings.maxAttempts() + ", delivered again from " + retryAt + ": "
+          + settings.config().maxAttempts() + ", delivered again from " + retryAt + ": "
           + Execution.describe(failure));
       return Disposition.notFinal(Status.RETRY, retryAt, failure, number);
     }
@@ -587,14 +561,14 @@ public final class BatchEngine<M> {
       // The lease passed while compensating: the successor undoes what is left.
       leases.drop(attempt);
       notify(l -> l.onLeaseLost(key, token));
-      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), lost,
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), lost,
           number);
     } catch (RuntimeException compensationFailure) {
       LOG.log(System.Logger.Level.WARNING, "compensating the failure of " + key + " failed;"
           + " released, the message will be delivered again", compensationFailure);
       leases.fail(attempt, "compensation failed: " + compensationFailure.getMessage());
       failure.addSuppressed(compensationFailure);
-      return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
+      return Disposition.notFinal(Status.RETRY, now().plus(settings.config().backoff(number)), failure, number);
     }
     DeadLetter.Reason reason = !termination.fullyCompensated()
         ? DeadLetter.Reason.COMPENSATION_FAILED
@@ -609,7 +583,7 @@ public final class BatchEngine<M> {
     } catch (LeaseLostException e) {
       leases.drop(attempt);
       notify(l -> l.onLeaseLost(key, token));
-      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, number);
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e, number);
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.DEBUG, "could not extend the lease on " + key
           + " before publishing its dead letter", e);
@@ -618,20 +592,20 @@ public final class BatchEngine<M> {
     // the lease (the dead letter may then be published twice) but never loses it.
     if (!deadLetters.publish(letter, key)) {
       leases.fail(attempt, Execution.describe(failure));
-      return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(number)), failure, number);
+      return Disposition.notFinal(Status.RETRY, now().plus(settings.config().backoff(number)), failure, number);
     }
     leases.drop(attempt); // no beat may extend it while it is being completed
     try {
       store.complete(key, token, outcome, now(), config.retention());
     } catch (LeaseLostException e) {
       notify(l -> l.onLeaseLost(key, token));
-      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.initialBackoff()), e, number);
+      return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e, number);
     } catch (RuntimeException e) {
       // Dead-lettered already: keep the stored failure to come, as for an outcome (above).
       LOG.log(System.Logger.Level.WARNING, "could not store the failure of " + key
           + "; kept with its claim, stored before the message is handled again", e);
       unstored.keep(attempt, outcome, System.nanoTime());
-      return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.initialBackoff()), e,
+      return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.config().initialBackoff()), e,
           number);
     }
     LOG.log(System.Logger.Level.WARNING, "{0} dead-lettered ({1}) after attempt {2}: {3}", key,
@@ -641,7 +615,7 @@ public final class BatchEngine<M> {
   }
 
   private Disposition withoutKey(M message, RuntimeException cause) {
-    if (settings.noKeyPolicy() == NoKeyPolicy.DEAD_LETTER) {
+    if (settings.config().noKeyPolicy() == NoKeyPolicy.DEAD_LETTER) {
       LOG.log(System.Logger.Level.WARNING, "a message has no idempotency key ({0});"
           + " dead-lettered", cause.getMessage());
       return deadLetter(new DeadLetter<>(message, DeadLetter.Reason.NO_KEY, null,
@@ -665,8 +639,8 @@ public final class BatchEngine<M> {
     } catch (Exception failure) {
       int attempts = unprotectedAttempts.merge(id, 1, Integer::sum);
       boolean terminal = Execution.isTerminal(config, failure);
-      if (!terminal && attempts < settings.maxAttempts()) {
-        return Disposition.notFinal(Status.RETRY, now().plus(settings.backoff(attempts)), failure,
+      if (!terminal && attempts < settings.config().maxAttempts()) {
+        return Disposition.notFinal(Status.RETRY, now().plus(settings.config().backoff(attempts)), failure,
             attempts);
       }
       Disposition step = deadLetter(new DeadLetter<>(message, terminal
@@ -684,7 +658,7 @@ public final class BatchEngine<M> {
   /** Publishes a dead letter for a message that is then final, or asks for a retry. */
   private Disposition deadLetter(DeadLetter<M> letter, Throwable cause) {
     if (!deadLetters.publish(letter, letter.key())) {
-      return Disposition.notFinal(Status.RETRY, now().plus(settings.initialBackoff()), cause,
+      return Disposition.notFinal(Status.RETRY, now().plus(settings.config().initialBackoff()), cause,
           letter.attempts());
     }
     LOG.log(System.Logger.Level.WARNING, "{0} dead-lettered ({1}) after attempt {2}: {3}",

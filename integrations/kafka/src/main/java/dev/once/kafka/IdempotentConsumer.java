@@ -247,9 +247,8 @@ public final class IdempotentConsumer<K, V> {
         throw new IllegalStateException("a dead-letter publisher is required:"
             + " deadLetters(KafkaDeadLetters.to(producer))");
       }
-      KeyDerivation<K, V> derivation = keys;
       BatchExecutor<ConsumerRecord<K, V>> executor = BatchExecutor.builder(once, handler)
-          .key(derivation::keyOf)
+          .key(keys::keyOf)
           .fingerprint(fingerprint)
           .deadLetters(deadLetters)
           .config(config)
