@@ -7,9 +7,10 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
+import dev.once.redis.internal.Expiry;
 import dev.once.redis.internal.KeyLayout;
 import dev.once.redis.internal.RecordFormat;
-import dev.once.redis.internal.RedisEngine;
+import dev.once.redis.internal.RedisConnector;
 import dev.once.redis.testing.RedisServerProcess;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
@@ -401,7 +402,7 @@ class RedisStoreTest {
   void redisExpiresTheRecordAMarginAfterItsLogicalExpiry() {
     IdempotencyKey key = IdempotencyKey.of("ttl", "k");
     long token = ((Claim.Acquired) store.claim(request(key))).token();
-    long margin = RedisEngine.EXPIRY_MARGIN.toMillis();
+    long margin = Expiry.MARGIN.toMillis();
 
     long claimedTtl = (Long) SERVER.call("PTTL", recordKey(key));
     store.complete(key, token, Outcome.success("text/plain", new byte[] {1}), clock.instant(),
@@ -562,12 +563,12 @@ class RedisStoreTest {
 
   @Test
   void aServerOlderThanRedis7IsRefusedByVersion() {
-    assertThat(RedisEngine.versionProblem("# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n"))
+    assertThat(RedisConnector.versionProblem("# Server\r\nredis_version:6.2.14\r\nredis_mode:standalone\r\n"))
         .contains("runs Redis 6.2.14").contains("needs Redis 7.0 or newer");
-    assertThat(RedisEngine.versionProblem("# Server\r\nredis_version:7.0.15\r\n")).isNull();
-    assertThat(RedisEngine.versionProblem("redis_version:8.2.1")).isNull();
-    assertThat(RedisEngine.versionProblem("# Server\r\n")).isNull(); // unknown: let through
-    assertThat(RedisEngine.versionProblem((String) SERVER.call("INFO", "server"))).isNull();
+    assertThat(RedisConnector.versionProblem("# Server\r\nredis_version:7.0.15\r\n")).isNull();
+    assertThat(RedisConnector.versionProblem("redis_version:8.2.1")).isNull();
+    assertThat(RedisConnector.versionProblem("# Server\r\n")).isNull(); // unknown: let through
+    assertThat(RedisConnector.versionProblem((String) SERVER.call("INFO", "server"))).isNull();
   }
 
   @Test

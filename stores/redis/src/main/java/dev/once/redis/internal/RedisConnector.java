@@ -147,13 +147,30 @@ public final class RedisConnector implements AutoCloseable {
     return info.completeOnTimeout(null, timeout.toNanos(), TimeUnit.NANOSECONDS)
         .exceptionally(unanswered -> null)
         .thenApply(text -> {
-          String problem = text == null ? null : RedisEngine.versionProblem(text);
+          String problem = text == null ? null : versionProblem(text);
           if (problem != null) {
             opened.close();
             throw new TooOld(description + " " + problem);
           }
           return opened;
         });
+  }
+
+  /** Why the server of this {@code INFO server} text is too old, or null when it is not. */
+  public static String versionProblem(String info) {
+    for (String line : info.split("\\r?\\n")) {
+      if (line.startsWith("redis_version:")) {
+        String version = line.substring("redis_version:".length()).trim();
+        try {
+          int major = Integer.parseInt(version.substring(0, version.indexOf('.')));
+          return major >= 7 ? null : "runs Redis " + version + "; once-redis needs Redis 7.0 or"
+              + " newer (a claim is SET ... NX GET, which older servers refuse)";
+        } catch (RuntimeException unreadable) {
+          return null;
+        }
+      }
+    }
+    return null;
   }
 
   /** A server older than Redis 7.0, inside the attempt's future. */

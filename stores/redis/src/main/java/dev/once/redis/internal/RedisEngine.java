@@ -49,18 +49,9 @@ import java.util.function.Supplier;
  */
 public final class RedisEngine implements AutoCloseable {
 
-  /**
-   * How much longer than its logical expiry Redis keeps a record (a relative {@code PX}). The
-   * store decides expiry with the caller's clock; Redis's own expiry only collects garbage, late
-   * enough that a caller whose clock runs behind never finds a live record gone.
-   */
-  public static final Duration EXPIRY_MARGIN = Duration.ofMinutes(1);
-
   /** The FAIL script's flag: the attempt counts (a failure) or not (a release of unrun work). */
   private static final byte[] COUNTED = {'1'};
   private static final byte[] UNCOUNTED = {'0'};
-  private static final byte[] MARGIN =
-      Long.toString(EXPIRY_MARGIN.toMillis()).getBytes(StandardCharsets.US_ASCII);
   private static final byte[] EMPTY = new byte[0];
   /** How often a claim re-decides after its compare-and-set found the record changed. */
   private static final int MAX_SWAPS = 16;
@@ -84,23 +75,6 @@ public final class RedisEngine implements AutoCloseable {
     this.replicaTimeout = replicaTimeout;
     this.timeout = timeout;
     this.maxPayloadBytes = maxPayloadBytes;
-  }
-
-  /** Why the server of this {@code INFO server} text is too old, or null when it is not. */
-  public static String versionProblem(String info) {
-    for (String line : info.split("\\r?\\n")) {
-      if (line.startsWith("redis_version:")) {
-        String version = line.substring("redis_version:".length()).trim();
-        try {
-          int major = Integer.parseInt(version.substring(0, version.indexOf('.')));
-          return major >= 7 ? null : "runs Redis " + version + "; once-redis needs Redis 7.0 or"
-              + " newer (a claim is SET ... NX GET, which older servers refuse)";
-        } catch (RuntimeException unreadable) {
-          return null;
-        }
-      }
-    }
-    return null;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -256,7 +230,7 @@ public final class RedisEngine implements AutoCloseable {
       keys.add(key);
       creations.add(creation);
       firsts.add(send(() -> redis.commands().setGet(key, RecordFormat.encode(creation.next()),
-          SetArgs.Builder.nx().px(ttlMillis(request.expiresAt(), request.now())))));
+          SetArgs.Builder.nx().px(Expiry.ttlMillis(request.expiresAt(), request.now())))));
     }
     long deadline = deadline();
     List<Swap> swaps = new ArrayList<>();
@@ -305,7 +279,7 @@ public final class RedisEngine implements AutoCloseable {
         } else {
           swap.reply = swapAsync(redis, swap.key, swap.current,
               RecordFormat.encode(swap.decision.next()),
-              ttlMillis(swap.decision.next().expiresAt(), request.now()));
+              Expiry.ttlMillis(swap.decision.next().expiresAt(), request.now()));
           writing.add(swap);
         }
       }
@@ -349,16 +323,6 @@ public final class RedisEngine implements AutoCloseable {
     return run(redis, Script.SWAP, ScriptOutputType.MULTI, new byte[][] {key},
         current == null ? EMPTY : current, next == null ? EMPTY : next,
         ttlMillis > 0 ? number(ttlMillis) : EMPTY);
-  }
-
-  /**
-   * Redis's own expiry of a record, relative: the margin past its logical expiry; 0 when that is
-   * already past (the key keeps its expiry).
-   */
-  private static long ttlMillis(Instant expiresAt, Instant now) {
-    long millis = Math.floorDiv(RecordFormat.micros(expiresAt) - RecordFormat.micros(now) + 999, 1000)
-        + EXPIRY_MARGIN.toMillis();
-    return Math.max(0, millis);
   }
 
   /**
@@ -412,7 +376,7 @@ public final class RedisEngine implements AutoCloseable {
           Instant now = request.now();
           IdempotencyRecord released = ClaimRules.released(r, error, now, request.retention());
           swaps.add(swapAsync(redis, layout.record(request.key()), value,
-              RecordFormat.encode(released), ttlMillis(released.expiresAt(), now)));
+              RecordFormat.encode(released), Expiry.ttlMillis(released.expiresAt(), now)));
         }
       } catch (RuntimeException e) {
         failure.addSuppressed(e);
@@ -436,7 +400,7 @@ public final class RedisEngine implements AutoCloseable {
         new byte[][] {layout.record(request.key())}, number(token),
         number(RecordFormat.micros(request.now())),
         number(RecordFormat.micros(request.now().plus(request.retention()))), utf8(error),
-        UNCOUNTED, MARGIN);
+        UNCOUNTED, Expiry.MARGIN_ARGUMENT);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -516,7 +480,7 @@ public final class RedisEngine implements AutoCloseable {
       Outcome outcome, Instant now, Duration retention) {
     Instant expiresAt = now.plus(retention);
     return run(redis, Script.COMPLETE, ScriptOutputType.INTEGER, keys, number(token),
-        RecordFormat.tail(now, expiresAt, outcome), number(Math.max(1, ttlMillis(expiresAt, now))));
+        RecordFormat.tail(now, expiresAt, outcome), number(Math.max(1, Expiry.ttlMillis(expiresAt, now))));
   }
 
   /**
@@ -544,7 +508,7 @@ public final class RedisEngine implements AutoCloseable {
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what, run(redis, Script.FAIL, ScriptOutputType.INTEGER, keys,
         number(token), number(RecordFormat.micros(now)), number(RecordFormat.micros(now.plus(retention))),
-        utf8(error), counted, MARGIN));
+        utf8(error), counted, Expiry.MARGIN_ARGUMENT));
   }
 
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
@@ -556,7 +520,7 @@ public final class RedisEngine implements AutoCloseable {
     RedisAccess redis = connector.access(what);
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what, run(redis, Script.EXTEND, ScriptOutputType.INTEGER, keys,
-        number(token), number(RecordFormat.micros(now)), number(leaseUntil), MARGIN));
+        number(token), number(RecordFormat.micros(now)), number(leaseUntil), Expiry.MARGIN_ARGUMENT));
     return EpochMicros.toInstant(leaseUntil);
   }
 
@@ -579,7 +543,7 @@ public final class RedisEngine implements AutoCloseable {
       byte[][] k = {layout.record(claim.key())};
       keys.add(k[0]);
       replies.add(run(redis, Script.EXTEND, ScriptOutputType.INTEGER, k, number(claim.token()),
-          number(RecordFormat.micros(now)), number(leaseUntil), MARGIN));
+          number(RecordFormat.micros(now)), number(leaseUntil), Expiry.MARGIN_ARGUMENT));
     }
     long deadline = deadline();
     Set<IdempotencyKey> lost = new LinkedHashSet<>();
@@ -611,7 +575,7 @@ public final class RedisEngine implements AutoCloseable {
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what, run(redis, Script.CHECKPOINT, ScriptOutputType.INTEGER,
         keys, number(token), number(RecordFormat.micros(now)), utf8(checkpoint.name()), checkpoint.data(),
-        MARGIN));
+        Expiry.MARGIN_ARGUMENT));
   }
 
   private void write(RedisAccess redis, IdempotencyKey key, long token, byte[][] keys,
