@@ -8,6 +8,7 @@ import dev.once.redis.internal.KeyLayout;
 import dev.once.redis.internal.RedisAccess;
 import dev.once.redis.internal.RedisConnector;
 import dev.once.redis.internal.RedisEngine;
+import dev.once.redis.internal.SentinelSwitches;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.Completion;
@@ -272,8 +273,22 @@ public final class RedisStore implements IdempotencyStore {
             .socketOptions(socket)
             .timeoutOptions(timeouts)
             .build());
-        return new RedisConnector(() -> RedisAccess.standaloneAsync(owned, redisUri, where), where,
-            commandTimeout, () -> shutdown(owned, resources));
+        if (!SentinelSwitches.named(redisUri)) {
+          return new RedisConnector(() -> RedisAccess.standaloneAsync(owned, redisUri, where),
+              where, commandTimeout, () -> shutdown(owned, resources));
+        }
+        // Through Sentinels: leave a primary as soon as they switch away from it.
+        RedisConnector[] connector = {null};
+        SentinelSwitches switches = new SentinelSwitches(owned, redisUri,
+            () -> connector[0].reopen());
+        connector[0] = new RedisConnector(() -> {
+          switches.listen();
+          return RedisAccess.standaloneAsync(owned, redisUri, where);
+        }, where, commandTimeout, () -> {
+          switches.close();
+          shutdown(owned, resources);
+        });
+        return connector[0];
       } catch (IllegalArgumentException e) {
         resources.shutdown(0, 2, TimeUnit.SECONDS);
         throw new IllegalArgumentException("not a Redis URI (redis://host:port, rediss://…,"

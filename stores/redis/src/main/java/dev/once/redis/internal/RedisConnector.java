@@ -182,6 +182,23 @@ public final class RedisConnector implements AutoCloseable {
     }
   }
 
+  /**
+   * Drops the open connection, so that the next call opens a new one (through the Sentinels: to
+   * the primary they name now). Calls in flight on it fail as on a lost connection.
+   */
+  public void reopen() {
+    RedisAccess open;
+    synchronized (this) {
+      open = access;
+      if (open == null) {
+        return;
+      }
+      access = null;
+      attempt = null;
+    }
+    open.close();
+  }
+
   /** Closes the connection (one still opening is closed when it opens), then runs onClose. */
   @Override
   public void close() {

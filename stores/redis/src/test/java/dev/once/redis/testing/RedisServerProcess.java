@@ -194,6 +194,34 @@ public final class RedisServerProcess implements AutoCloseable {
     }
   }
 
+  /**
+   * Pauses the server ({@code SIGSTOP}): it keeps its connections and its role, and answers
+   * nothing until {@link #thaw()}, as a primary in a long GC-like pause or behind a partition.
+   */
+  public synchronized void freeze() {
+    signal("STOP");
+  }
+
+  /** Resumes a {@link #freeze() frozen} server ({@code SIGCONT}). */
+  public synchronized void thaw() {
+    signal("CONT");
+  }
+
+  private void signal(String signal) {
+    try {
+      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
+          .redirectErrorStream(true).start();
+      if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+        throw new IllegalStateException("kill -" + signal + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Starts the killed server again on the same port and directory (an AOF is replayed). */
   public synchronized void restart() {
     if (isRunning()) {

@@ -1,0 +1,169 @@
+package dev.once.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.Codecs;
+import dev.once.Fingerprint;
+import dev.once.IdempotencyKey;
+import dev.once.Once;
+import dev.once.Result;
+import dev.once.StoreUnavailableException;
+import dev.once.redis.testing.RedisSentinels;
+import dev.once.redis.testing.RedisServerProcess;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A store on {@code redis-sentinel://} through real failovers (issue 28, item 4): a primary and a
+ * replica, three Sentinels. What must never happen is a connection that keeps writing to a
+ * demoted primary: its writes would be answered and then lost when it resyncs from the new one.
+ */
+class RedisSentinelTest {
+
+  private static final String MASTER = "once";
+
+  /**
+   * Sentinel demotes a primary that is still running ({@code SENTINEL FAILOVER}, as after a
+   * partition heals) with {@code REPLICAOF} and then kills its client connections; Lettuce
+   * reconnects through the Sentinels to the new primary. Every answer after that is on it.
+   */
+  @Test
+  void aStoreOnAPrimaryDemotedWhileRunningWritesToTheNewPrimary() {
+    try (RedisServerProcess first = RedisServerProcess.start();
+        RedisServerProcess second = RedisServerProcess.builder().replicaOf(first).start();
+        RedisSentinels sentinels = RedisSentinels.start(3, MASTER, first)) {
+      sentinels.awaitDiscovery(1);
+      try (RedisStore store = RedisStore.builder(sentinels.uri()).build()) {
+        Once once = Once.builder(store).build();
+        IdempotencyKey before = IdempotencyKey.of("sentinel", "before");
+        once.execute(before, Fingerprint.of("p"), Codecs.utf8(), a -> "first");
+
+        sentinels.call("SENTINEL", "FAILOVER", MASTER);
+        awaitRole(second, "master");
+        awaitRole(first, "slave");
+
+        List<IdempotencyKey> answered = writeThrough(once, "after", 20);
+        assertThat(answered).hasSize(20);
+        for (IdempotencyKey key : answered) {
+          assertThat((String) second.call("GET", RedisDurabilityTest.recordKey(store, key)))
+              .startsWith("2 C ");
+        }
+        assertThat(role(first)).isEqualTo("slave");
+        Result<String> replay = once.call(before, Fingerprint.of("p"), Codecs.utf8(),
+            a -> "second");
+        assertThat(replay.replayed()).isTrue();
+        assertThat(replay.value()).isEqualTo("first");
+      }
+    }
+  }
+
+  /**
+   * The primary paused (a long GC pause, a partition) past the Sentinels' patience: they promote
+   * the replica, and the old primary, resumed, is still a primary in its own eyes for several
+   * seconds (the Sentinels wait before they demote an old primary that comes back). A store whose
+   * connection to it survived the pause must not write there: what it answered would be lost at
+   * the demotion. It drops that connection when a Sentinel announces the switch, and its first
+   * answer after the resume is on the new primary.
+   */
+  @Test
+  void aStoreDoesNotWriteToAnOldPrimaryResumedAfterTheSwitch() {
+    try (RedisServerProcess first = RedisServerProcess.start();
+        RedisServerProcess second = RedisServerProcess.builder().replicaOf(first).start();
+        RedisSentinels sentinels = RedisSentinels.start(3, MASTER, first)) {
+      sentinels.awaitDiscovery(1);
+      try (RedisStore store = RedisStore.builder(sentinels.uri()).build()) {
+        Once once = Once.builder(store).build();
+        once.execute(IdempotencyKey.of("sentinel", "before"), Fingerprint.of("p"),
+            Codecs.utf8(), a -> "first");
+
+        awaitSwitchListeners(sentinels);
+        first.freeze();
+        try {
+          awaitPrimaryNamed(sentinels, second);
+          awaitRole(second, "master");
+        } finally {
+            first.thaw();
+        }
+        assertThat(role(first)).as("the old primary, not yet demoted").isEqualTo("master");
+
+        List<IdempotencyKey> answered = writeThrough(once, "after", 1);
+        assertThat(answered).hasSize(1);
+        String record = RedisDurabilityTest.recordKey(store, answered.get(0));
+        assertThat((String) second.call("GET", record)).startsWith("2 C ");
+        assertThat(first.call("GET", record)).as("on the old primary").isNull();
+      }
+    }
+  }
+
+  /** The store listens to every Sentinel's {@code +switch-master} (it subscribes on its own). */
+  private static void awaitSwitchListeners(RedisSentinels sentinels) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    // Sentinels have no PUBSUB command; their clients list shows a subscriber.
+    while (!sentinels.everyOne("CLIENT", "LIST").stream()
+        .allMatch(list -> String.valueOf(list).contains(" sub=1 "))) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("the store does not listen to every Sentinel");
+      }
+      Thread.onSpinWait();
+    }
+  }
+
+  /**
+   * Every Sentinel has switched to {@code node}: the failover has ended and {@code +switch-master}
+   * is published. ({@code get-master-addr-by-name} names the promoted replica earlier, while the
+   * failover still runs.)
+   */
+  private static void awaitPrimaryNamed(RedisSentinels sentinels, RedisServerProcess node) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (!sentinels.everyOne("SENTINEL", "MASTER", MASTER).stream().allMatch(reply -> {
+      List<?> fields = (List<?>) reply;
+      int port = fields.indexOf("port");
+      int flags = fields.indexOf("flags");
+      return fields.get(port + 1).equals(Integer.toString(node.port()))
+          && fields.get(flags + 1).equals("master");
+    })) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("the Sentinels did not switch to port " + node.port());
+      }
+      Thread.onSpinWait();
+    }
+  }
+
+  private static List<IdempotencyKey> writeThrough(Once once, String prefix, int count) {
+    List<IdempotencyKey> answered = new ArrayList<>();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    for (int i = 0; answered.size() < count && System.nanoTime() < deadline; i++) {
+      IdempotencyKey key = IdempotencyKey.of("sentinel", prefix + i);
+      try {
+        once.execute(key, Fingerprint.of("p"), Codecs.utf8(), a -> "done");
+        answered.add(key);
+      } catch (StoreUnavailableException e) {
+        // the connection being moved: the next key
+      }
+    }
+    return answered;
+  }
+
+  private static String role(RedisServerProcess node) {
+    return String.valueOf(((List<?>) node.call("ROLE")).get(0));
+  }
+
+  private static void awaitRole(RedisServerProcess node, String role) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (true) {
+      try {
+        if (role.equals(role(node))) {
+          return;
+        }
+      } catch (RuntimeException e) {
+        // starting
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("port " + node.port() + " did not become " + role);
+      }
+      Thread.onSpinWait();
+    }
+  }
+}
