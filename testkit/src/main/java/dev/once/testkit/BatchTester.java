@@ -1,0 +1,57 @@
+package dev.once.testkit;
+
+import static dev.once.testkit.StoreConformanceSuite.RETENTION;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.IdempotencyKey;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRules;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Batch claims ({@code claimAll}): every outcome answered in request order; an empty batch.
+ */
+abstract class BatchTester extends ConformanceTester {
+
+  BatchTester(StoreConformanceSuite suite) {
+    super(suite);
+  }
+
+  @Test
+  void answersEveryOutcomeInRequestOrder() {
+    IdempotencyKey completed = newKey();
+    long completedToken = acquire(completed).token();
+    complete(completed, completedToken, text("done"));
+    IdempotencyKey running = newKey();
+    Claim.Acquired runningClaim = acquire(running);
+    IdempotencyKey failed = newKey();
+    long failedToken = acquire(failed).token();
+    store.fail(failed, failedToken, "x", clock.instant(), RETENTION);
+    IdempotencyKey reused = newKey();
+    acquire(reused);
+    IdempotencyKey fresh = newKey();
+
+    List<Claim> claims = store.claimAll(List.of(
+        request(fresh, FP), request(completed, FP), request(running, FP),
+        request(reused, OTHER_FP), request(failed, FP), request(fresh, FP)));
+
+    assertThat(claims).hasSize(6);
+    assertThat(claims.get(0)).isInstanceOf(Claim.Acquired.class);
+    long freshToken = ((Claim.Acquired) claims.get(0)).token();
+    assertThat(freshToken).isEqualTo(ClaimRules.firstToken(clock.instant()));
+    assertThat(claims.get(1)).isEqualTo(new Claim.Replay(text("done"), completedToken));
+    assertThat(claims.get(2)).isEqualTo(new Claim.InProgress(runningClaim.leaseUntil()));
+    assertThat(claims.get(3)).isEqualTo(new Claim.Mismatch());
+    assertThat(claims.get(4)).isInstanceOf(Claim.Acquired.class);
+    assertThat(((Claim.Acquired) claims.get(4)).token()).isEqualTo(failedToken + 1);
+    assertThat(claims.get(5)).as("second request for a key in the same batch")
+        .isInstanceOf(Claim.InProgress.class);
+    assertThat(record(fresh).token()).isEqualTo(freshToken);
+  }
+
+  @Test
+  void emptyBatchClaimsNothing() {
+    assertThat(store.claimAll(List.of())).isEmpty();
+  }
+}
