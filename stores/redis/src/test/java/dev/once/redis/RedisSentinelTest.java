@@ -5,14 +5,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.once.Codecs;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
+import dev.once.LeaseLostException;
 import dev.once.Once;
+import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.StoreUnavailableException;
 import dev.once.redis.testing.RedisSentinels;
 import dev.once.redis.testing.RedisServerProcess;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -94,6 +99,74 @@ class RedisSentinelTest {
         assertThat((String) second.call("GET", record)).startsWith("2 C ");
         assertThat(first.call("GET", record)).as("on the old primary").isNull();
       }
+    }
+  }
+
+  /**
+   * The primary killed, the replica promoted, the old primary started again at once on its AOF:
+   * it comes back a primary, and the Sentinels demote it only seconds later. A store that
+   * reconnected to it in between (a Sentinel named it just before the switch) wrote there, and a
+   * claim answered there was lost at the demotion (the completion then found no claim:
+   * LeaseLostException on a fresh key; seen twice in two runs before SentinelSwitches). A caller
+   * that writes all along, retrying store errors, must find every answered completion on the new
+   * primary and no claim lost.
+   */
+  @Test
+  void noAnsweredWriteIsLostToAnOldPrimaryRestartedAtOnce() throws Exception {
+    try (RedisServerProcess first = RedisServerProcess.builder().appendOnlyFsyncAlways().start();
+        RedisServerProcess second = RedisServerProcess.builder().appendOnlyFsyncAlways()
+            .replicaOf(first).start();
+        RedisSentinels sentinels = RedisSentinels.start(3, MASTER, first)) {
+      sentinels.awaitDiscovery(1);
+      try (RedisStore store = RedisStore.builder(sentinels.uri())
+          .durability(Durability.replicas(1, Duration.ofSeconds(1))).build()) {
+        Once once = Once.builder(store).build();
+        List<IdempotencyKey> answered = new CopyOnWriteArrayList<>();
+        List<IdempotencyKey> claimsLost = new CopyOnWriteArrayList<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread writer = new Thread(() -> {
+          for (int i = 0; !stop.get(); i++) {
+            IdempotencyKey key = IdempotencyKey.of("sentinel", "k" + i);
+            try {
+              once.execute(key, Fingerprint.of("p"), Codecs.utf8(), a -> "done");
+              answered.add(key);
+            } catch (StoreUnavailableException | RequestInProgressException e) {
+              // failing over: the next key
+            } catch (LeaseLostException e) {
+              claimsLost.add(key); // a fresh key, one caller: its answered claim is gone
+            }
+          }
+        });
+        writer.start();
+        try {
+          awaitAnswers(answered, 20);
+          first.kill();
+          awaitRole(second, "master");
+          first.restart();
+          awaitRole(first, "slave");
+          awaitAnswers(answered, answered.size() + 20);
+        } finally {
+          stop.set(true);
+          writer.join(TimeUnit.SECONDS.toMillis(30));
+        }
+        assertThat(claimsLost).isEmpty();
+        for (IdempotencyKey key : answered) {
+          assertThat((String) second.call("GET", RedisDurabilityTest.recordKey(store, key)))
+              .as("answered completion of %s on the new primary", key)
+              .startsWith("2 C ");
+        }
+      }
+    }
+  }
+
+  private static void awaitAnswers(List<IdempotencyKey> answered, int atLeast) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (answered.size() < atLeast) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("only " + answered.size() + " answers, expected "
+            + atLeast);
+      }
+      Thread.onSpinWait();
     }
   }
 
