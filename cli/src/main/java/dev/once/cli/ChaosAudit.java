@@ -44,6 +44,9 @@ import javax.sql.DataSource;
  *   <li>no event is lost: every message acknowledged, every event's record COMPLETED;
  *   <li>every delivery that got an outcome got the same one for its event, and it is the stored
  *       one;
+ *   <li>no event ran again after an outcome of it was acknowledged (a raw effect under a newer
+ *       token after the first delivery that got the outcome): that would mean a stored
+ *       completion was lost, as a failover to a replica that never received it loses it;
  *   <li>no delivery failed with an unexpected error, no worker exited by itself, the queue
  *       drained.
  * </ul>
@@ -55,7 +58,8 @@ final class ChaosAudit {
   /** Counts of the faults the coordinator injected and of the run's phases. */
   record Faults(long kills, long freezes, long restarts, long proxyCuts, long proxyDelays,
       long workersStarted, long workersExited, double faultSeconds, double drainSeconds,
-      boolean drained, long faultStartMillis, long faultEndMillis) {}
+      boolean drained, long faultStartMillis, long faultEndMillis,
+      List<ChaosFailover.Failover> failovers) {}
 
   /** Every figure of the audit. {@code debits} and the ledger's are null without a ledger. */
   record Figures(long events, long messages, long duplicates, long deliveries, long unacked,
@@ -63,7 +67,8 @@ final class ChaosAudit {
       long dedupEffects, long dedupMissing, long dedupDoubled,
       long rawEffects, long rawRepeated,
       Long debits, Long debitsMissing, Long debitsDoubled, Boolean balanced,
-      long lost, long notCompleted, long mismatches, Faults faults, double throughput) {
+      long lost, long notCompleted, long mismatches, long completionsLost,
+      long storeErrorsInFailovers, Faults faults, double throughput) {
 
     long answer(Answer a) {
       return answers.getOrDefault(a, 0L);
@@ -147,6 +152,8 @@ final class ChaosAudit {
       }
     }
     double throughput = faults.faultSeconds() <= 0 ? 0 : inWindow / faults.faultSeconds();
+    long completionsLost = completionsLost(q, downstream.connection());
+    long storeErrorsInFailovers = storeErrorsIn(q, faults.failovers());
 
     Map<String, Integer> dedup = perEvent(downstream.connection(), "dedup_effects");
     Map<String, Integer> raw = perEvent(downstream.connection(), "raw_effects");
@@ -221,8 +228,57 @@ final class ChaosAudit {
     Figures figures = new Figures(events.size(), messages, duplicates, deliveries, unacked,
         answers, takeovers, staleAcks, reruns, dedupEffects, dedupMissing, dedupDoubled,
         rawEffects, rawRepeated, debits, debitsMissing, debitsDoubled, balanced, lost,
-        notCompleted, mismatches, faults, throughput);
+        notCompleted, mismatches, completionsLost, storeErrorsInFailovers, faults, throughput);
     return new Result(figures, violations(figures));
+  }
+
+  /**
+   * Events whose work ran again after a delivery was answered its outcome: a raw effect under a
+   * newer token than that outcome's, made after that answer. Zombies carry older tokens, so only
+   * a new claim on a key whose completion was acknowledged, then lost, counts.
+   */
+  static long completionsLost(Connection queue, Connection downstream) throws SQLException {
+    Map<String, long[]> answered = new HashMap<>();
+    try (Statement s = queue.createStatement(); ResultSet rs = s.executeQuery("SELECT event, "
+        + "token, ended_at FROM deliveries WHERE answer IN ('RAN', 'REPLAYED') "
+        + "ORDER BY ended_at")) {
+      while (rs.next()) {
+        answered.putIfAbsent(rs.getString(1), new long[] {rs.getLong(2), rs.getLong(3)});
+      }
+    }
+    Set<String> ranAgain = new HashSet<>();
+    try (Statement s = downstream.createStatement();
+         ResultSet rs = s.executeQuery("SELECT event, token, at FROM raw_effects")) {
+      while (rs.next()) {
+        long[] first = answered.get(rs.getString(1));
+        if (first != null && rs.getLong(2) > first[0] && rs.getLong(3) > first[1]) {
+          ranAgain.add(rs.getString(1));
+        }
+      }
+    }
+    return ranAgain.size();
+  }
+
+  /** Deliveries answered a store error while a failover ran (its kill to its rejoin). */
+  static long storeErrorsIn(Connection queue, List<ChaosFailover.Failover> failovers)
+      throws SQLException {
+    if (failovers.isEmpty()) {
+      return 0;
+    }
+    long count = 0;
+    try (Statement s = queue.createStatement(); ResultSet rs = s.executeQuery(
+        "SELECT ended_at FROM deliveries WHERE answer = 'STORE_ERROR'")) {
+      while (rs.next()) {
+        long at = rs.getLong(1);
+        for (ChaosFailover.Failover f : failovers) {
+          if (at >= f.killedAt() && at <= f.rejoinedAt()) {
+            count++;
+            break;
+          }
+        }
+      }
+    }
+    return count;
   }
 
   private static List<String> violations(Figures f) {
@@ -250,6 +306,10 @@ final class ChaosAudit {
     }
     if (f.mismatches() > 0) {
       v.add(f.mismatches() + " events whose deliveries saw different outcomes");
+    }
+    if (f.completionsLost() > 0) {
+      v.add(f.completionsLost() + " events ran again after their outcome had been answered (a "
+          + "stored completion was lost)");
     }
     if (f.answer(Answer.ERROR) > 0) {
       v.add(f.answer(Answer.ERROR) + " deliveries failed with an unexpected error (see "
@@ -305,12 +365,22 @@ final class ChaosAudit {
     rows.add(new Row("lost events", count(f.lost()), "0", check(f.lost() == 0, "")));
     rows.add(new Row("outcome mismatches", count(f.mismatches()), "0",
         check(f.mismatches() == 0, "")));
+    rows.add(new Row("completions lost (ran again after answered)", count(f.completionsLost()),
+        "0", check(f.completionsLost() == 0, "")));
     rows.add(new Row("unexpected errors", count(f.answer(Answer.ERROR)), "0",
         check(f.answer(Answer.ERROR) == 0, "")));
     Faults x = f.faults();
     rows.add(row("workers killed (kill -9)", count(x.kills())));
     rows.add(row("workers frozen past their lease (SIGSTOP)", count(x.freezes())));
     rows.add(row("store restarts (kill -9, start again)", count(x.restarts())));
+    if (!x.failovers().isEmpty()) {
+      rows.add(row("store failovers (primary kill -9, replica promoted)",
+          count(x.failovers().size())));
+      rows.add(new Row("  promotion: kill to writes, min / max (s)", String.format(Locale.ROOT,
+          "%.1f / %.1f", promotion(x, true) / 1000.0, promotion(x, false) / 1000.0), "", ""));
+      rows.add(new Row("  store errors while failing over", count(f.storeErrorsInFailovers()),
+          "", ""));
+    }
     rows.add(new Row("proxy: connections cut / chunks delayed",
         x.proxyCuts() + " / " + x.proxyDelays(), "", ""));
     rows.add(row("worker processes started", count(x.workersStarted())));
@@ -319,6 +389,11 @@ final class ChaosAudit {
     rows.add(new Row("faults / drain (s)", String.format(Locale.ROOT, "%.1f / %.1f",
         x.faultSeconds(), x.drainSeconds()), "", ""));
     return rows;
+  }
+
+  private static long promotion(Faults x, boolean min) {
+    return x.failovers().stream().mapToLong(ChaosFailover.Failover::promotionMillis)
+        .reduce(min ? Math::min : Math::max).orElse(0);
   }
 
   static void print(PrintWriter out, Figures f, boolean sabotage) {
@@ -353,9 +428,14 @@ final class ChaosAudit {
         .put("lost_events", f.lost())
         .put("records_not_completed", f.notCompleted())
         .put("outcome_mismatches", f.mismatches())
+        .put("completions_lost", f.completionsLost())
         .put("kills", x.kills())
         .put("freezes", x.freezes())
         .put("store_restarts", x.restarts())
+        .put("failovers", x.failovers().size())
+        .put("failover_promotion_ms_min", promotion(x, true))
+        .put("failover_promotion_ms_max", promotion(x, false))
+        .put("store_errors_while_failing_over", f.storeErrorsInFailovers())
         .put("proxy_cuts", x.proxyCuts())
         .put("proxy_delays", x.proxyDelays())
         .put("workers_started", x.workersStarted())

@@ -181,6 +181,34 @@ final class ChaosCommand implements Callable<Integer> {
       description = "Time between connections cut by the proxy.")
   String cutEvery = "1s-3s";
 
+  @Option(names = "--failover", paramLabel = "KIND",
+      description = {
+          "Fail the store over: start a replicated store of this process's own, "
+              + "redis-sentinel (a primary, a replica and three Sentinels; the workers connect "
+              + "through the Sentinels) or postgres-standby (a primary and a streaming standby; "
+              + "the workers use a multi-host JDBC URL), kill -9 its primary every "
+              + "--failover-every, wait for the replica's promotion, and bring the old primary "
+              + "back as the new one's replica.",
+          "The audit adds the failovers, their promotion times, the store errors while failing "
+              + "over, and completions lost (an event run again after its outcome was "
+              + "acknowledged), a violation."})
+  String failover;
+
+  @Option(names = "--replication", defaultValue = "sync", paramLabel = "sync|async",
+      description = "With --failover: sync (Redis: Durability.replicas(1, 1s); PostgreSQL: a "
+          + "synchronous standby) or async (Redis: Durability.plain(); PostgreSQL: an "
+          + "asynchronous standby).")
+  String replication = "sync";
+
+  @Option(names = "--failover-every", defaultValue = "20s-30s", paramLabel = "RANGE",
+      description = "With --failover: time from one failover's end to the next one's kill.")
+  String failoverEvery = "20s-30s";
+
+  @Option(names = "--lag", paramLabel = "TIME",
+      description = "With --failover: pause the replica (SIGSTOP) this long before each kill "
+          + "of the primary, and resume it after: replication lag, injected. Default: none.")
+  String lag;
+
   @Option(names = "--sabotage",
       description = "A deliberately broken consumer: the downstream key changes with every "
           + "attempt, so the downstream can no longer deduplicate a takeover (with --broker: "
@@ -216,9 +244,19 @@ final class ChaosCommand implements Callable<Integer> {
       ChaosTime.Range term) {}
 
   /** A validated run. */
+  /**
+   * A validated failover run.
+   *
+   * @param lag how long the replica is paused before each kill of the primary; zero for none
+   */
+  record FailoverPlan(String kind, ChaosFailover.Replication replication, ChaosTime.Range every,
+      Duration lag) {}
+
+  /** A validated run; {@code failover} null without --failover. */
   record Plan(Duration duration, Duration lease, Duration work, Duration freezeFor,
       ChaosTime.Range kill, ChaosTime.Range freeze, ChaosTime.Range restart, ChaosTime.Range cut,
-      Duration drain, String privateKind, StoreUri uri, BrokerPlan broker) {
+      Duration drain, String privateKind, StoreUri uri, BrokerPlan broker,
+      FailoverPlan failover) {
 
     long visibilityMillis() {
       return lease.toMillis() + 1_000;
@@ -287,8 +325,12 @@ final class ChaosCommand implements Callable<Integer> {
     if (sabotage) {
       command.add("--sabotage");
     }
-    r.workers = new ChaosWorkers(command, Map.of(ChaosWorker.STORE_ENV, workerUri,
-        ChaosWorker.TABLE_ENV, table), r.directory, workers);
+    Map<String, String> environment = new java.util.HashMap<>(Map.of(ChaosWorker.STORE_ENV,
+        workerUri, ChaosWorker.TABLE_ENV, table));
+    if (r.failover != null && r.failover.durability() != null) {
+      environment.put(ChaosWorker.DURABILITY_ENV, r.failover.durability());
+    }
+    r.workers = new ChaosWorkers(command, environment, r.directory, workers);
 
     if (!json) {
       header(out, plan, r, ledger, description);
@@ -303,8 +345,8 @@ final class ChaosCommand implements Callable<Integer> {
     ChaosFaultLoop faults = new ChaosFaultLoop(plan, null, r, workers, json, out, random);
     faults.run(now -> producer.topUp(), (seconds, f) -> String.format(Locale.ROOT,
         "  %3ds: %d deliveries finished, %d kills, %d freezes, %d store restarts, "
-            + "%d waiting in the queue", seconds, r.queue.finished(), f.kills(), f.freezes(),
-        f.restarts(), r.queue.pending()));
+            + "%d failovers, %d waiting in the queue", seconds, r.queue.finished(), f.kills(),
+        f.freezes(), f.restarts(), f.failovers().size(), r.queue.pending()));
     long start = faults.start();
     long faultEnd = faults.end();
 
@@ -324,7 +366,7 @@ final class ChaosCommand implements Callable<Integer> {
         faults.restarts(), r.proxy == null ? 0 : r.proxy.cuts(),
         r.proxy == null ? 0 : r.proxy.delays(), r.workers.started(),
         r.workers.exitedByThemselves(), (faultEnd - start) / 1000.0,
-        (drainEnd - faultEnd) / 1000.0, pending == 0, start, faultEnd);
+        (drainEnd - faultEnd) / 1000.0, pending == 0, start, faultEnd, faults.failovers());
     ChaosAudit.Result result;
     try {
       r.opened = reopen(uri);
@@ -399,6 +441,10 @@ final class ChaosCommand implements Callable<Integer> {
     if (plan.privateKind() != null) {
       r.privateStore = ChaosPrivateStore.start(plan.privateKind(), r.directory);
       uri = StoreUris.parse(r.privateStore.uri());
+    } else if (plan.failover() != null) {
+      r.failover = ChaosFailover.start(plan.failover().kind(), plan.failover().replication(),
+          r.directory);
+      uri = StoreUris.parse(r.failover.uri());
     } else if (uri == null) {
       uri = StoreUris.parse("sqlite:" + r.directory.resolve("store.db"));
     }
@@ -420,7 +466,8 @@ final class ChaosCommand implements Callable<Integer> {
     try (OpenStore opened = StoreUris.open(uri, 2, table)) {
       opened.createSchema();
       more.accept(opened);
-      return r.privateStore != null ? r.privateStore.describe() : opened.describe();
+      return r.privateStore != null ? r.privateStore.describe()
+          : r.failover != null ? r.failover.describe() : opened.describe();
     } catch (StoreUnavailableException | SQLException e) {
       throw new CommandFailure(CommandFailure.CANNOT_RUN,
           StoreUris.cannotOpenMessage(uri, StoreUris.causeMessage(e)));
@@ -570,6 +617,7 @@ final class ChaosCommand implements Callable<Integer> {
     final Path directory;
     volatile boolean deleteDirectory;
     volatile ChaosPrivateStore privateStore;
+    volatile ChaosFailover failover;
     volatile OpenStore opened;
     volatile StoreUri uri;
     volatile String table;
@@ -614,7 +662,8 @@ final class ChaosCommand implements Callable<Integer> {
           // closing
         }
       }
-      if (ledger != null && !keepLedger && uri != null && privateStore == null) {
+      if (ledger != null && !keepLedger && uri != null && privateStore == null
+          && failover == null) {
         try {
           if (opened == null) {
             opened = StoreUris.open(uri, 1, table);
@@ -634,6 +683,9 @@ final class ChaosCommand implements Callable<Integer> {
       if (privateStore != null) {
         privateStore.close();
       }
+      if (failover != null) {
+        failover.close();
+      }
       if (queue != null) {
         queue.close();
       }
@@ -648,7 +700,8 @@ final class ChaosCommand implements Callable<Integer> {
 
   /** The URI the workers open: the one given (password included: it goes to their environment). */
   String storeText(Resources r) {
-    return r.privateStore != null ? r.privateStore.uri() : store;
+    return r.privateStore != null ? r.privateStore.uri()
+        : r.failover != null ? r.failover.uri() : store;
   }
 
   private Plan validate() {
@@ -726,11 +779,38 @@ final class ChaosCommand implements Callable<Integer> {
           && isEmpty(directory))) {
         throw invalid("--dir " + directory + " must be a new or empty directory");
       }
+      FailoverPlan failoverPlan = failoverPlan();
+      if (failoverPlan != null && (store != null || restartStore || proxy || broker != null)) {
+        throw invalid("--failover starts its own store: it takes no --store, --restart-store, "
+            + "--proxy or --broker");
+      }
       return new Plan(total, leaseTime, workTime, freezeTime, kill, freeze, restart, cut, drain,
-          privateKind, uri, brokerPlan());
+          privateKind, uri, brokerPlan(), failoverPlan);
     } catch (IllegalArgumentException e) {
       throw invalid(e.getMessage());
     }
+  }
+
+  /** The failover options, checked; null without --failover (and then none may be given). */
+  private FailoverPlan failoverPlan() {
+    if (failover == null) {
+      if (lag != null || !"sync".equals(replication) || !"20s-30s".equals(failoverEvery)) {
+        throw invalid((lag != null ? "--lag" : !"sync".equals(replication) ? "--replication"
+            : "--failover-every") + " needs --failover redis-sentinel|postgres-standby");
+      }
+      return null;
+    }
+    String kind = ChaosFailover.kind(failover);
+    ChaosFailover.Replication mode = ChaosFailover.Replication.parse(replication);
+    ChaosTime.Range every = ChaosTime.range("--failover-every", failoverEvery);
+    if (every == null || every.min().toMillis() < 1_000) {
+      throw invalid("--failover-every must be at least 1s, was " + failoverEvery);
+    }
+    Duration pause = lag == null ? Duration.ZERO : ChaosTime.duration("--lag", lag);
+    if (pause.compareTo(Duration.ofSeconds(30)) > 0) {
+      throw invalid("--lag must be at most 30s, was " + lag);
+    }
+    return new FailoverPlan(kind, mode, every, pause);
   }
 
   /** The broker options, checked; null without --broker (and then none of them may be given). */

@@ -35,6 +35,7 @@ final class ChaosFaultLoop {
   private final PrintWriter out;
   private final Random random;
   private final ChaosCommand.Restarter restarter;
+  private final ChaosFailover.Runner failovers;
   private long kills;
   private long freezes;
   private long terms;
@@ -52,6 +53,7 @@ final class ChaosFaultLoop {
     this.out = out;
     this.random = random;
     this.restarter = new ChaosCommand.Restarter(r.privateStore);
+    this.failovers = r.failover == null ? null : new ChaosFailover.Runner(r.failover);
   }
 
   /** Runs the faults for the plan's duration, then waits for a store restart under way. */
@@ -63,6 +65,7 @@ final class ChaosFaultLoop {
     long nextTerm = next(start, term);
     long nextRestart = next(start, plan.restart());
     long nextCut = next(start, plan.cut());
+    long nextFailover = next(start, plan.failover() == null ? null : plan.failover().every());
     long nextStatus = start + STATUS_MILLIS;
     int frozen = -1;
     long thawAt = 0;
@@ -108,6 +111,15 @@ final class ChaosFaultLoop {
           restarter.restart(200 + random.nextInt(800));
           nextRestart = now + plan.restart().next(random).toMillis();
         }
+        if (failovers != null && failovers.idle()) {
+          if (nextFailover == Long.MAX_VALUE) {
+            // The last one ended: the next one comes a while after, not after its start.
+            nextFailover = next(now, plan.failover().every());
+          } else if (now >= nextFailover) {
+            failovers.begin(plan.failover().lag().toMillis(), 500 + random.nextInt(1_000));
+            nextFailover = Long.MAX_VALUE;
+          }
+        }
         if (now >= nextCut) {
           r.proxy.cutOne(random);
           nextCut = now + plan.cut().next(random).toMillis();
@@ -126,6 +138,9 @@ final class ChaosFaultLoop {
       }
     }
     restarter.finish();
+    if (failovers != null) {
+      failovers.finish();
+    }
     end = System.currentTimeMillis();
   }
 
@@ -156,6 +171,11 @@ final class ChaosFaultLoop {
     }
     if (plan.restart() != null) {
       faults.add("kill -9 the store and restart it every " + plan.restart());
+    }
+    if (plan.failover() != null) {
+      faults.add("kill -9 the store's primary and fail over every " + plan.failover().every()
+          + (plan.failover().lag().isZero() ? "" : " (its replica paused "
+          + ChaosTime.format(plan.failover().lag()) + " before)"));
     }
     if (proxy != null) {
       faults.add("proxy on 127.0.0.1:" + proxy.port() + " cuts " + cuts + " every "
@@ -214,6 +234,11 @@ final class ChaosFaultLoop {
 
   long restarts() {
     return restarter.restarts();
+  }
+
+  /** The failovers finished; empty without --failover. */
+  java.util.List<ChaosFailover.Failover> failovers() {
+    return failovers == null ? java.util.List.of() : failovers.failovers();
   }
 
   /** When the faults started and ended (epoch millis). */

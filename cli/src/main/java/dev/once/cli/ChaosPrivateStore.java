@@ -153,6 +153,54 @@ abstract class ChaosPrivateStore implements AutoCloseable {
     }
   }
 
+  /**
+   * Hands {@code directory} to the {@code postgres} user: as root, PostgreSQL's servers run as
+   * that user, who must own their data.
+   */
+  static void ownedByPostgres(Path directory) throws IOException {
+    UserPrincipal owner;
+    try {
+      owner = directory.getFileSystem().getUserPrincipalLookupService()
+          .lookupPrincipalByName("postgres");
+    } catch (IOException e) {
+      throw new IOException("running as root, the server must run as the postgres user, "
+          + "and there is none");
+    }
+    Files.setOwner(directory, owner);
+  }
+
+  /**
+   * Runs one of PostgreSQL's tools (as the {@code postgres} user when {@code asPostgresUser}),
+   * its output kept for the error.
+   *
+   * @throws IOException if it fails or does not finish within a minute and a bit
+   */
+  static void runTool(boolean asPostgresUser, List<String> command, String what)
+      throws IOException, InterruptedException {
+    List<String> line = new ArrayList<>();
+    if (asPostgresUser) {
+      line.addAll(List.of("runuser", "-u", "postgres", "--"));
+    }
+    line.addAll(command);
+    Path output = Files.createTempFile("once-chaos-pg-", ".out");
+    try {
+      Process p = new ProcessBuilder(line).redirectErrorStream(true)
+          .redirectOutput(output.toFile()).redirectInput(Redirect.from(new java.io.File(
+              "/dev/null"))).start();
+      if (!p.waitFor(READY_MILLIS + 10_000, TimeUnit.MILLISECONDS)) {
+        p.destroyForcibly();
+        throw new IOException(what + " did not finish");
+      }
+      if (p.exitValue() != 0) {
+        String text = Files.readString(output).strip().replaceAll("\\s*\\R\\s*", " ");
+        throw new IOException(what + " failed (exit " + p.exitValue() + "): "
+            + (text.length() > 300 ? text.substring(0, 300) + "..." : text));
+      }
+    } finally {
+      Files.deleteIfExists(output);
+    }
+  }
+
   static void deleteRecursively(Path directory) {
     if (directory == null || !Files.exists(directory)) {
       return;
@@ -188,7 +236,7 @@ abstract class ChaosPrivateStore implements AutoCloseable {
       return new Redis(directory, freePort(), binary);
     }
 
-    private static String findRedisServer() throws IOException {
+    static String findRedisServer() throws IOException {
       List<String> candidates = new ArrayList<>();
       String env = System.getenv("ONCE_REDIS_SERVER");
       if (env != null && !env.isBlank()) {
@@ -308,15 +356,7 @@ abstract class ChaosPrivateStore implements AutoCloseable {
       Postgres postgres = new Postgres(directory, freePort(), bin, root);
       try {
         if (root) {
-          UserPrincipal owner;
-          try {
-            owner = directory.getFileSystem().getUserPrincipalLookupService()
-                .lookupPrincipalByName("postgres");
-          } catch (IOException e) {
-            throw new IOException("running as root, the server must run as the postgres user, "
-                + "and there is none");
-          }
-          Files.setOwner(directory, owner);
+          ownedByPostgres(directory);
         }
         postgres.run(List.of(bin.resolve("initdb").toString(), "-D", postgres.data.toString(),
             "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"),
@@ -339,7 +379,7 @@ abstract class ChaosPrivateStore implements AutoCloseable {
       }
     }
 
-    private static Path findBinaries() throws IOException {
+    static Path findBinaries() throws IOException {
       String env = System.getenv("PG_BIN");
       if (env != null && !env.isBlank()) {
         Path bin = Path.of(env);
@@ -390,28 +430,7 @@ abstract class ChaosPrivateStore implements AutoCloseable {
     }
 
     private void run(List<String> command, String what) throws IOException, InterruptedException {
-      List<String> line = new ArrayList<>();
-      if (asPostgresUser) {
-        line.addAll(List.of("runuser", "-u", "postgres", "--"));
-      }
-      line.addAll(command);
-      Path output = Files.createTempFile("once-chaos-pg-", ".out");
-      try {
-        Process p = new ProcessBuilder(line).redirectErrorStream(true)
-            .redirectOutput(output.toFile()).redirectInput(Redirect.from(new java.io.File(
-                "/dev/null"))).start();
-        if (!p.waitFor(READY_MILLIS + 10_000, TimeUnit.MILLISECONDS)) {
-          p.destroyForcibly();
-          throw new IOException(what + " did not finish");
-        }
-        if (p.exitValue() != 0) {
-          String text = Files.readString(output).strip().replaceAll("\\s*\\R\\s*", " ");
-          throw new IOException(what + " failed (exit " + p.exitValue() + "): "
-              + (text.length() > 300 ? text.substring(0, 300) + "..." : text));
-        }
-      } finally {
-        Files.deleteIfExists(output);
-      }
+      runTool(asPostgresUser, command, what);
     }
 
     @Override

@@ -16,6 +16,7 @@ import dev.once.cli.ChaosQueue.Message;
 import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
 import dev.once.jdbc.JdbcStore;
+import dev.once.redis.Durability;
 import dev.once.jdbc.TransactionalOnce;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -55,6 +56,11 @@ final class ChaosWorker implements Callable<Integer> {
   static final String STORE_ENV = "ONCE_CHAOS_STORE";
   /** The environment variable holding the table of a SQL or DynamoDB store. */
   static final String TABLE_ENV = "ONCE_CHAOS_TABLE";
+  /**
+   * The environment variable holding the durability of a Redis store's writes, {@code plain} or
+   * {@code replicas:N:MILLIS}; absent: the store's default.
+   */
+  static final String DURABILITY_ENV = "ONCE_CHAOS_REDIS_DURABILITY";
   /** Created in the run directory to stop every worker. */
   static final String STOP_FILE = "stop";
 
@@ -107,7 +113,7 @@ final class ChaosWorker implements Callable<Integer> {
     ScheduledExecutorService beats = ChaosWorkerOptions.heartbeats();
     try (ChaosQueue queue = ChaosQueue.open(common.runDirectory);
          ChaosDownstream downstream = ChaosDownstream.open(common.runDirectory)) {
-      OpenStore opened = common.open(uri, table);
+      OpenStore opened = common.open(uri, table, durability(System.getenv(DURABILITY_ENV)));
       if (opened == null) {
         return 0; // stopped before the store could be reached
       }
@@ -234,6 +240,23 @@ final class ChaosWorker implements Callable<Integer> {
           });
       return debit.value();
     }
+  }
+
+  /** {@code plain}, {@code replicas:N:MILLIS}, or null (the store's default). */
+  static Durability durability(String text) {
+    if (text == null || text.isBlank()) {
+      return null;
+    }
+    if (text.equals("plain")) {
+      return Durability.plain();
+    }
+    String[] parts = text.split(":");
+    if (parts.length != 3 || !parts[0].equals("replicas")) {
+      throw new IllegalArgumentException(DURABILITY_ENV + " must be plain or replicas:N:MILLIS, "
+          + "was " + text);
+    }
+    return Durability.replicas(Integer.parseInt(parts[1]),
+        java.time.Duration.ofMillis(Long.parseLong(parts[2])));
   }
 
   private void error(Exception e) {

@@ -2,6 +2,7 @@ package dev.once.cli;
 
 import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
+import dev.once.redis.Durability;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -92,9 +93,14 @@ final class ChaosWorkerOptions {
 
   /** The store, opened again and again while it is down (being restarted), until stopped. */
   OpenStore open(StoreUri uri, String table) {
+    return open(uri, table, null);
+  }
+
+  /** As {@link #open(StoreUri, String)}; a Redis store writing with {@code durability}. */
+  OpenStore open(StoreUri uri, String table, Durability durability) {
     while (running()) {
       try {
-        return StoreUris.open(uri, ChaosWorker.CONNECTIONS, table);
+        return StoreUris.open(uri, ChaosWorker.CONNECTIONS, table, null, durability);
       } catch (CommandFailure e) {
         pause(200);
       }

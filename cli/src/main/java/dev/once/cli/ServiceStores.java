@@ -7,6 +7,7 @@ import dev.once.cli.StoreUris.OpenStore;
 import dev.once.cli.StoreUris.StoreUri;
 import dev.once.dynamodb.DynamoDbStore;
 import dev.once.jdbc.JdbcStore;
+import dev.once.redis.Durability;
 import dev.once.redis.RedisStore;
 import dev.once.spi.IdempotencyStore;
 import java.net.URI;
@@ -113,7 +114,8 @@ final class ServiceStores {
   }
 
   /**
-   * {@code redis://[:password@]host[:port][/db]}, {@code rediss://…}, and
+   * {@code redis://[:password@]host[:port][/db]}, {@code rediss://…},
+   * {@code redis-sentinel://host:port[,host:port…]#primary} and
    * {@code redis-cluster://host:port[,host:port…]}: Lettuce's syntax, checked further when opened.
    */
   static StoreUri parseRedis(String text, String scheme) {
@@ -142,12 +144,23 @@ final class ServiceStores {
 
   /** As {@link #open(StoreUri, String)}; a Redis store's records under {@code keyPrefix}. */
   static OpenStore open(StoreUri uri, String table, String keyPrefix) {
+    return open(uri, table, keyPrefix, null);
+  }
+
+  /**
+   * As {@link #open(StoreUri, String, String)}; a Redis store writing with {@code durability}
+   * (null: the store's default).
+   */
+  static OpenStore open(StoreUri uri, String table, String keyPrefix, Durability durability) {
     Service service = uri.service();
     if (uri.kind() == Kind.REDIS || uri.kind() == Kind.REDIS_CLUSTER) {
       try {
         RedisStore.Builder builder = RedisStore.builder(service.host());
         if (keyPrefix != null) {
           builder.keyPrefix(keyPrefix);
+        }
+        if (durability != null) {
+          builder.durability(durability);
         }
         // Connects at the first call (requireSchema or createSchema probes it), as a SQL store.
         return new OpenStore(uri, builder.build(), null);

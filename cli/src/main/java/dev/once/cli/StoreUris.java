@@ -6,6 +6,7 @@ import dev.once.InMemoryStore;
 import dev.once.StoreUnavailableException;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
+import dev.once.redis.Durability;
 import dev.once.spi.IdempotencyStore;
 import java.io.IOException;
 import java.net.URI;
@@ -43,7 +44,8 @@ final class StoreUris {
 
   /** What the error for an unknown scheme lists. ASCII dots: a terminal may lack the ellipsis. */
   static final String SUPPORTED = "sqlite:PATH, memory:, postgres://..., mariadb://..., "
-      + "redis://..., redis-cluster://..., dynamodb://local or dynamodb://REGION";
+      + "redis://..., redis-sentinel://..., redis-cluster://..., dynamodb://local or "
+      + "dynamodb://REGION";
 
   /** How long to wait for a server connection, at start and from the pool. */
   static final long CONNECT_TIMEOUT_MILLIS = 5_000;
@@ -145,6 +147,8 @@ final class StoreUris {
         return ServiceStores.parseDynamoDb(text);
       case "redis":
       case "rediss":
+      case "redis-sentinel":
+      case "rediss-sentinel":
       case "redis-cluster":
       case "rediss-cluster":
         return ServiceStores.parseRedis(text, scheme);
@@ -315,6 +319,15 @@ final class StoreUris {
    * {@code keyPrefix} (null: the store's default).
    */
   static OpenStore open(StoreUri uri, int connections, String table, String keyPrefix) {
+    return open(uri, connections, table, keyPrefix, null);
+  }
+
+  /**
+   * {@link #open(StoreUri, int, String, String)}, a Redis store writing with {@code durability}
+   * (null: the store's default).
+   */
+  static OpenStore open(StoreUri uri, int connections, String table, String keyPrefix,
+      Durability durability) {
     Objects.requireNonNull(uri, "uri");
     switch (uri.kind()) {
       case MEMORY:
@@ -324,7 +337,7 @@ final class StoreUris {
       case DYNAMODB:
       case REDIS:
       case REDIS_CLUSTER:
-        return ServiceStores.open(uri, table, keyPrefix);
+        return ServiceStores.open(uri, table, keyPrefix, durability);
       default:
         return openServer(uri, connections, table);
     }

@@ -104,6 +104,11 @@ class ChaosCommandTest {
         {"--proxy"},
         {"--proxy", "--store", "postgres://app@10.1.2.3:5432/app"},
         {"--store", "postgres://postgres@127.0.0.1:1/test", "--dir", dir.resolve("r").toString()},
+        {"--failover", "mysql-replica"},
+        {"--failover", "redis-sentinel", "--store", "sqlite:x.db"},
+        {"--failover", "postgres-standby", "--replication", "semi"},
+        {"--failover", "redis-sentinel", "--failover-every", "200ms"},
+        {"--lag", "1s"},
     };
     for (String[] args : cases) {
       Run run = chaos(args);
@@ -137,5 +142,52 @@ class ChaosCommandTest {
     assertThat(dir.resolve("run").resolve("redis").resolve("appendonlydir")).exists();
     assertThat(ProcessHandle.allProcesses().map(p -> p.info().commandLine().orElse(""))
         .filter(c -> c.contains("redis-server") && c.contains(dir.toString()))).isEmpty();
+  }
+
+  /**
+   * Issue 28: a Redis primary kill -9'd under the workers, the replica promoted by three
+   * Sentinels, the old primary back as a replica, again and again; with
+   * {@code Durability.replicas(1)} nothing answered is lost.
+   */
+  @Test
+  void onceHoldsThroughRedisSentinelFailovers() throws Exception {
+    assumeTrue(Stream.of("/usr/bin/redis-server", "/usr/local/bin/redis-server")
+        .anyMatch(p -> Files.isExecutable(Path.of(p))), "redis-server is not installed");
+    Run run = chaos("--failover", "redis-sentinel", "--failover-every", "2s-3s",
+        "--duration", "15s", "--workers", "2", "--lease", "1s", "--freeze-every", "3s-4s",
+        "--dir", dir.resolve("run").toString());
+
+    assertThat(run.exitCode()).as(run.out() + run.err()).isZero();
+    Figures f = run.result().figures();
+    assertThat(f.faults().failovers()).isNotEmpty();
+    assertThat(f.completionsLost()).isZero();
+    assertThat(f.lost()).isZero();
+    assertThat(f.dedupEffects()).isEqualTo(f.events());
+    assertThat(run.out()).contains("3 Sentinels", "Durability.replicas(1, 1 s)")
+        .containsPattern("store failovers \\(primary kill -9, replica promoted\\)\\s+[1-9]")
+        .containsPattern("completions lost \\(ran again after answered\\)\\s+0\\s+0\\s+ok");
+    assertThat(ProcessHandle.allProcesses().map(p -> p.info().commandLine().orElse(""))
+        .filter(c -> c.contains("redis-server") && c.contains(dir.toString()))).isEmpty();
+  }
+
+  /**
+   * The broken variant the failover audit must catch: an asynchronous standby, paused before each
+   * kill of the primary, loses commits the primary acknowledged; the events run again after
+   * their outcome was answered, and the audit says so (exit 1).
+   */
+  @Test
+  void theAuditCatchesCompletionsLostWithAnAsynchronousStandby() throws Exception {
+    assumeTrue(Files.isDirectory(Path.of("/usr/lib/postgresql")), "PostgreSQL is not installed");
+    Run run = chaos("--failover", "postgres-standby", "--replication", "async", "--lag", "2s",
+        "--failover-every", "2s-3s", "--duration", "15s", "--workers", "2", "--lease", "1s",
+        "--freeze-every", "off", "--dir", dir.resolve("run").toString());
+
+    assertThat(run.exitCode()).as(run.out() + run.err()).isEqualTo(1);
+    Figures f = run.result().figures();
+    assertThat(f.faults().failovers()).isNotEmpty();
+    assertThat(f.completionsLost()).isPositive();
+    assertThat(run.err()).contains("ran again after their outcome had been answered");
+    assertThat(run.out()).contains("asynchronous streaming standby",
+        "its replica paused 2s before");
   }
 }
