@@ -29,6 +29,47 @@ class RedisSentinelTest {
 
   private static final String MASTER = "once";
 
+  /** A primary, its replica and three Sentinels that know both and each other. */
+  record Topology(RedisServerProcess first, RedisServerProcess second, RedisSentinels sentinels)
+      implements AutoCloseable {
+
+    /** {@code aof}: both servers with {@code appendfsync always}, so a restart keeps the data. */
+    static Topology start(boolean aof) {
+      RedisServerProcess first = null;
+      RedisServerProcess second = null;
+      try {
+        first = (aof ? RedisServerProcess.builder().appendOnlyFsyncAlways()
+            : RedisServerProcess.builder()).start();
+        second = (aof ? RedisServerProcess.builder().appendOnlyFsyncAlways()
+            : RedisServerProcess.builder()).replicaOf(first).start();
+        RedisSentinels sentinels = RedisSentinels.start(3, MASTER, first);
+        Topology topology = new Topology(first, second, sentinels);
+        try {
+          sentinels.awaitDiscovery(1);
+        } catch (RuntimeException e) {
+          topology.close();
+          throw e;
+        }
+        return topology;
+      } catch (RuntimeException e) {
+        if (second != null) {
+          second.close();
+        }
+        if (first != null) {
+          first.close();
+        }
+        throw e;
+      }
+    }
+
+    @Override
+    public void close() {
+      sentinels.close();
+      second.close();
+      first.close();
+    }
+  }
+
   /**
    * Sentinel demotes a primary that is still running ({@code SENTINEL FAILOVER}, as after a
    * partition heals) with {@code REPLICAOF} and then kills its client connections; Lettuce
@@ -36,10 +77,10 @@ class RedisSentinelTest {
    */
   @Test
   void aStoreOnAPrimaryDemotedWhileRunningWritesToTheNewPrimary() {
-    try (RedisServerProcess first = RedisServerProcess.start();
-        RedisServerProcess second = RedisServerProcess.builder().replicaOf(first).start();
-        RedisSentinels sentinels = RedisSentinels.start(3, MASTER, first)) {
-      sentinels.awaitDiscovery(1);
+    try (Topology t = Topology.start(false)) {
+      RedisServerProcess first = t.first();
+      RedisServerProcess second = t.second();
+      RedisSentinels sentinels = t.sentinels();
       try (RedisStore store = RedisStore.builder(sentinels.uri()).build()) {
         Once once = Once.builder(store).build();
         IdempotencyKey before = IdempotencyKey.of("sentinel", "before");
@@ -74,10 +115,10 @@ class RedisSentinelTest {
    */
   @Test
   void aStoreDoesNotWriteToAnOldPrimaryResumedAfterTheSwitch() {
-    try (RedisServerProcess first = RedisServerProcess.start();
-        RedisServerProcess second = RedisServerProcess.builder().replicaOf(first).start();
-        RedisSentinels sentinels = RedisSentinels.start(3, MASTER, first)) {
-      sentinels.awaitDiscovery(1);
+    try (Topology t = Topology.start(false)) {
+      RedisServerProcess first = t.first();
+      RedisServerProcess second = t.second();
+      RedisSentinels sentinels = t.sentinels();
       try (RedisStore store = RedisStore.builder(sentinels.uri()).build()) {
         Once once = Once.builder(store).build();
         once.execute(IdempotencyKey.of("sentinel", "before"), Fingerprint.of("p"),
@@ -113,11 +154,10 @@ class RedisSentinelTest {
    */
   @Test
   void noAnsweredWriteIsLostToAnOldPrimaryRestartedAtOnce() throws Exception {
-    try (RedisServerProcess first = RedisServerProcess.builder().appendOnlyFsyncAlways().start();
-        RedisServerProcess second = RedisServerProcess.builder().appendOnlyFsyncAlways()
-            .replicaOf(first).start();
-        RedisSentinels sentinels = RedisSentinels.start(3, MASTER, first)) {
-      sentinels.awaitDiscovery(1);
+    try (Topology t = Topology.start(true)) {
+      RedisServerProcess first = t.first();
+      RedisServerProcess second = t.second();
+      RedisSentinels sentinels = t.sentinels();
       try (RedisStore store = RedisStore.builder(sentinels.uri())
           .durability(Durability.replicas(1, Duration.ofSeconds(1))).build()) {
         Once once = Once.builder(store).build();
