@@ -94,7 +94,7 @@ public final class Once {
    * is carried over too.
    */
   public Builder toBuilder() {
-    return new Builder(config.copy());
+    return new Builder(config);
   }
 
   /** The settings this instance was built with. */
@@ -283,11 +283,12 @@ public final class Once {
     private final Config config;
 
     private Builder(IdempotencyStore store) {
-      this(new Config(Objects.requireNonNull(store, "store")));
+      this.config = new Config(Objects.requireNonNull(store, "store"));
     }
 
+    /** A builder editing a copy of {@code config}, which stays as it is. */
     private Builder(Config config) {
-      this.config = config;
+      this.config = config.copy();
     }
 
     /** How long a claim is honoured before another worker may take over. Positive. */

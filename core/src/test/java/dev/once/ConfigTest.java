@@ -56,4 +56,19 @@ class ConfigTest {
     assertThat(once.config().lease()).isEqualTo(Duration.ofSeconds(7));
     assertThat(once.config().step("charge")).isEmpty();
   }
+
+  @Test
+  void toBuilderEditsACopyAndLeavesTheBuiltConfigAsItIs() {
+    Step<String> refund = Step.of("refund", Codecs.utf8()).compensate((r, k) -> { });
+    Once once = Once.builder(new InMemoryStore()).lease(Duration.ofSeconds(7)).steps(CHARGE)
+        .build();
+
+    Once variant = once.toBuilder().lease(Duration.ofSeconds(9)).steps(refund).build();
+
+    assertThat(once.config().lease()).isEqualTo(Duration.ofSeconds(7));
+    assertThat(once.config().step("refund")).isEmpty();
+    assertThat(variant.config().lease()).isEqualTo(Duration.ofSeconds(9));
+    assertThat(variant.config().step("charge")).containsSame(CHARGE);
+    assertThat(variant.config().step("refund")).containsSame(refund);
+  }
 }
