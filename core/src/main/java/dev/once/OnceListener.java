@@ -31,9 +31,25 @@ public interface OnceListener {
    */
   record Call(long id, IdempotencyKey key, long token, int attempt) {
 
+    private static final java.util.concurrent.atomic.AtomicLong IDS =
+        new java.util.concurrent.atomic.AtomicLong();
+
     /** Checks that the key is given. */
     public Call {
       java.util.Objects.requireNonNull(key, "key");
+    }
+
+    /**
+     * A new call of {@code key}, not holding a claim yet, with an id no other call of this
+     * process has: for an engine about to tell {@link #onCallStarted}.
+     */
+    public static Call of(IdempotencyKey key) {
+      return new Call(IDS.incrementAndGet(), key, -1, 0);
+    }
+
+    /** This call (the same id) holding the claim under {@code token}, its {@code attempt}. */
+    public Call holding(long token, int attempt) {
+      return new Call(id, key, token, attempt);
     }
 
     /** Whether the call holds (or held) the claim: its token and attempt are known. */

@@ -7,7 +7,6 @@ import dev.once.OnceListener.CallOutcome;
 import dev.once.spi.Claim;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
@@ -23,8 +22,6 @@ import java.util.function.LongSupplier;
  */
 public final class CallEvents implements OnceListener {
 
-  private static final AtomicLong IDS = new AtomicLong();
-
   private final OnceListener listener;
   private final LongSupplier ticker;
   private final boolean quiet;
@@ -38,7 +35,7 @@ public final class CallEvents implements OnceListener {
     this.ticker = ticker;
     this.quiet = listener == null || listener == NoListener.INSTANCE;
     this.started = quiet ? 0 : ticker.getAsLong();
-    this.call = new Call(IDS.incrementAndGet(), key, -1, 0);
+    this.call = Call.of(key);
   }
 
   /** A call of {@code key} starts: tells {@link OnceListener#onCallStarted}. */
@@ -78,7 +75,7 @@ public final class CallEvents implements OnceListener {
   /** The claim is held: {@link #onAcquired} and {@link OnceListener#onCallAcquired}. */
   public void acquired(Claim.Acquired acquired) {
     IdempotencyKey key = call.key();
-    call = new Call(call.id(), key, acquired.token(), acquired.attempt());
+    call = call.holding(acquired.token(), acquired.attempt());
     Call now = call;
     if (!quiet) {
       pass(l -> l.onAcquired(key, acquired.token(), acquired.takeover()));
