@@ -96,12 +96,17 @@ public final class ObservationOnceListener implements OnceListener {
     OnceObservationContext context;
     Claimed claimed;
     boolean leaseLostTold;
+    /** Its observation has stopped: a heartbeat's event arriving late is dropped. */
+    boolean stopped;
 
     Tracked(Observation parent) {
       this.parent = parent;
     }
 
     synchronized void event(Observation.Event event) {
+      if (stopped) {
+        return;
+      }
       if (observation != null) {
         observation.event(event);
       } else if (early.size() < MAX_CLAIM_EVENTS) {
@@ -194,6 +199,7 @@ public final class ObservationOnceListener implements OnceListener {
       if (failure != null && outcome != CallOutcome.LEASE_LOST) {
         t.observation.error(failure);
       }
+      t.stopped = true;
       t.observation.stop();
     }
   }
