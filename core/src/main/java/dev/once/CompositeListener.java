@@ -87,4 +87,24 @@ final class CompositeListener implements OnceListener {
   public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
     each(l -> l.onStoreCall(operation, elapsed, succeeded));
   }
+
+  @Override
+  public void onCallStarted(Call call) {
+    each(l -> l.onCallStarted(call));
+  }
+
+  @Override
+  public void onStoreCall(Call call, String operation, Duration elapsed, boolean succeeded) {
+    each(l -> l.onStoreCall(call, operation, elapsed, succeeded));
+  }
+
+  @Override
+  public void onCallAcquired(Call call, boolean takeover) {
+    each(l -> l.onCallAcquired(call, takeover));
+  }
+
+  @Override
+  public void onCallEnded(Call call, CallOutcome outcome, Duration elapsed, Throwable failure) {
+    each(l -> l.onCallEnded(call, outcome, elapsed, failure));
+  }
 }

@@ -94,7 +94,7 @@ public final class Once {
    * is carried over too.
    */
   public Builder toBuilder() {
-    return new Builder(config.copy());
+    return new Builder(config);
   }
 
   /** The settings this instance was built with. */
@@ -134,6 +134,7 @@ public final class Once {
     FailurePolicy failurePolicy = FailurePolicy.retryAll();
     int maxPayloadBytes = Builder.DEFAULT_MAX_PAYLOAD_BYTES;
     Clock clock = Clock.systemUTC();
+    java.util.function.LongSupplier ticker = System::nanoTime;
     Sleeper sleeper = Sleeper.SYSTEM;
     OnceListener listener = NoListener.INSTANCE;
     Scheduler heartbeat;
@@ -213,6 +214,11 @@ public final class Once {
       return clock;
     }
 
+    /** Where durations told to the listener come from, in nanoseconds. */
+    public java.util.function.LongSupplier ticker() {
+      return ticker;
+    }
+
     /** How a waiting duplicate pauses. */
     public Sleeper sleeper() {
       return sleeper;
@@ -283,11 +289,12 @@ public final class Once {
     private final Config config;
 
     private Builder(IdempotencyStore store) {
-      this(new Config(Objects.requireNonNull(store, "store")));
+      this.config = new Config(Objects.requireNonNull(store, "store"));
     }
 
+    /** A builder editing a copy of {@code config}, which stays as it is. */
     private Builder(Config config) {
-      this.config = config;
+      this.config = config.copy();
     }
 
     /** How long a claim is honoured before another worker may take over. Positive. */
@@ -323,6 +330,17 @@ public final class Once {
     /** Where time comes from. Inject a manual clock in tests instead of sleeping. */
     public Builder clock(Clock clock) {
       config.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /**
+     * Where the durations told to the listener come from, in nanoseconds as
+     * {@link System#nanoTime()} (the default): the elapsed times of store calls, executions and
+     * calls ({@link OnceListener#onCallEnded}). Inject one a test moves (with the clock) instead
+     * of sleeping. Leases and retention follow the {@link #clock}, not this.
+     */
+    public Builder ticker(java.util.function.LongSupplier ticker) {
+      config.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 

@@ -25,7 +25,8 @@ class ConfigTest {
         .retention(Duration.ofHours(3)).onInProgress(InProgressPolicy.waitUpTo(
             Duration.ofSeconds(2))).failurePolicy(FailurePolicy.retryAll()
             .terminalOn(IllegalStateException.class)).maxPayloadBytes(1234)
-        .clock(new ManualClock()).sleeper(d -> { }).listener(new OnceListener() { })
+        .clock(new ManualClock()).ticker(() -> 42L).sleeper(d -> { })
+        .listener(new OnceListener() { })
         .heartbeat((task, period) -> () -> { }).clockSkewMargin(Duration.ofSeconds(1))
         .coalesceStoreCalls(3).steps(CHARGE).compensationAttempts(7).build();
 
@@ -41,7 +42,8 @@ class ConfigTest {
           .isEqualTo(field.get(once.config()));
       compared++;
     }
-    assertThat(compared).isGreaterThanOrEqualTo(14);
+    assertThat(compared).isGreaterThanOrEqualTo(15);
+    assertThat(copy.config().ticker().getAsLong()).isEqualTo(42L);
     assertThat(copy.config().step("charge")).containsSame(CHARGE);
     assertThat(copy.config().compensationAttempts()).isEqualTo(7);
   }
@@ -55,5 +57,20 @@ class ConfigTest {
 
     assertThat(once.config().lease()).isEqualTo(Duration.ofSeconds(7));
     assertThat(once.config().step("charge")).isEmpty();
+  }
+
+  @Test
+  void toBuilderEditsACopyAndLeavesTheBuiltConfigAsItIs() {
+    Step<String> refund = Step.of("refund", Codecs.utf8()).compensate((r, k) -> { });
+    Once once = Once.builder(new InMemoryStore()).lease(Duration.ofSeconds(7)).steps(CHARGE)
+        .build();
+
+    Once variant = once.toBuilder().lease(Duration.ofSeconds(9)).steps(refund).build();
+
+    assertThat(once.config().lease()).isEqualTo(Duration.ofSeconds(7));
+    assertThat(once.config().step("refund")).isEmpty();
+    assertThat(variant.config().lease()).isEqualTo(Duration.ofSeconds(9));
+    assertThat(variant.config().step("charge")).containsSame(CHARGE);
+    assertThat(variant.config().step("refund")).containsSame(refund);
   }
 }

@@ -41,20 +41,26 @@ public final class BatchConfig {
 
   private static final BatchConfig DEFAULTS = builder().build();
 
-  private final int maxAttempts;
-  private final Duration initialBackoff;
-  private final Duration maxBackoff;
-  private final Duration inProgressBackoff;
-  private final NoKeyPolicy noKeyPolicy;
-  private final boolean batchClaims;
+  // Each setting is a field here with its default, a line in the copy constructor, a getter
+  // below and a setter on the Builder: nothing else. The builder edits a BatchConfig of its own;
+  // build() and toBuilder() copy it (BatchConfigTest checks that no field is left out).
+  private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+  private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
+  private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
+  private Duration inProgressBackoff = DEFAULT_IN_PROGRESS_BACKOFF;
+  private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
+  private boolean batchClaims = true;
 
-  private BatchConfig(Builder b) {
-    this.maxAttempts = b.maxAttempts;
-    this.initialBackoff = b.initialBackoff;
-    this.maxBackoff = b.maxBackoff;
-    this.inProgressBackoff = b.inProgressBackoff;
-    this.noKeyPolicy = b.noKeyPolicy;
-    this.batchClaims = b.batchClaims;
+  private BatchConfig() {}
+
+  /** A copy of every setting (all are immutable values). */
+  private BatchConfig(BatchConfig c) {
+    this.maxAttempts = c.maxAttempts;
+    this.initialBackoff = c.initialBackoff;
+    this.maxBackoff = c.maxBackoff;
+    this.inProgressBackoff = c.inProgressBackoff;
+    this.noKeyPolicy = c.noKeyPolicy;
+    this.batchClaims = c.batchClaims;
   }
 
   /** The defaults, as the class comment lists them. */
@@ -64,19 +70,12 @@ public final class BatchConfig {
 
   /** A builder starting from the defaults. */
   public static Builder builder() {
-    return new Builder();
+    return new Builder(new BatchConfig());
   }
 
   /** A builder starting from these settings. */
   public Builder toBuilder() {
-    Builder b = new Builder();
-    b.maxAttempts = maxAttempts;
-    b.initialBackoff = initialBackoff;
-    b.maxBackoff = maxBackoff;
-    b.inProgressBackoff = inProgressBackoff;
-    b.noKeyPolicy = noKeyPolicy;
-    b.batchClaims = batchClaims;
-    return b;
+    return new Builder(this);
   }
 
   /** How many handler runs may fail retryably before the message is dead-lettered. */
@@ -144,29 +143,27 @@ public final class BatchConfig {
 
   /** Builds a {@link BatchConfig}; each setter checks its value at once. */
   public static final class Builder {
-    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
-    private Duration initialBackoff = DEFAULT_INITIAL_BACKOFF;
-    private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
-    private Duration inProgressBackoff = DEFAULT_IN_PROGRESS_BACKOFF;
-    private NoKeyPolicy noKeyPolicy = NoKeyPolicy.DEAD_LETTER;
-    private boolean batchClaims = true;
+    private final BatchConfig config;
 
-    private Builder() {}
+    /** A builder editing a copy of {@code config}, which stays as it is. */
+    private Builder(BatchConfig config) {
+      this.config = new BatchConfig(config);
+    }
 
     /**
      * How many handler runs may fail retryably before the message is dead-lettered
      * ({@link DeadLetter.Reason#RETRIES_EXHAUSTED}). Claims released unrun do not count.
      */
     public Builder maxAttempts(int attempts) {
-      this.maxAttempts = Checks.positive(attempts, "maxAttempts");
+      config.maxAttempts = Checks.positive(attempts, "maxAttempts");
       return this;
     }
 
     /** Backoff between retries: {@code initial}, doubling up to {@code max}. */
     public Builder retryBackoff(Duration initial, Duration max) {
       Checks.backoff(initial, max);
-      this.initialBackoff = initial;
-      this.maxBackoff = max;
+      config.initialBackoff = initial;
+      config.maxBackoff = max;
       return this;
     }
 
@@ -175,13 +172,13 @@ public final class BatchConfig {
      * the holder's lease end, if sooner).
      */
     public Builder inProgressBackoff(Duration backoff) {
-      this.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
+      config.inProgressBackoff = Checks.positive(backoff, "inProgressBackoff");
       return this;
     }
 
     /** What to do with messages without a key (default: dead-letter them). */
     public Builder noKeyPolicy(NoKeyPolicy policy) {
-      this.noKeyPolicy = Objects.requireNonNull(policy, "policy");
+      config.noKeyPolicy = Objects.requireNonNull(policy, "policy");
       return this;
     }
 
@@ -191,13 +188,13 @@ public final class BatchConfig {
      * for comparison (benchmarks).
      */
     public Builder batchClaims(boolean batchClaims) {
-      this.batchClaims = batchClaims;
+      config.batchClaims = batchClaims;
       return this;
     }
 
     /** The config. */
     public BatchConfig build() {
-      return new BatchConfig(this);
+      return new BatchConfig(config);
     }
   }
 }

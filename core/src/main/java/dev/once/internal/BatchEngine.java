@@ -33,7 +33,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
-import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -86,7 +85,7 @@ public final class BatchEngine<M> {
 
   public BatchEngine(Once.Config config, Settings<M> settings) {
     this.config = config;
-    this.store = new StoreCalls(config.store(), config.listener());
+    this.store = new StoreCalls(config.store(), config.listener(), config.ticker());
     this.settings = settings;
     this.emptyOutcome = Outcome.encode(Codecs.none(), null, Integer.MAX_VALUE, "a message");
     // The heartbeat tries the kept outcomes again first.
@@ -115,6 +114,7 @@ public final class BatchEngine<M> {
     try {
       process(scope, stop, batch);
     } finally {
+      batch.endCalls();
       // Whatever happened, no claim of this batch stays held unless its outcome is kept unstored.
       for (AttemptImpl attempt : batch.attempts) {
         if (!unstored.keepsOutcomeOf(attempt)) {
@@ -137,6 +137,9 @@ public final class BatchEngine<M> {
     Instant now = now();
     for (int i = 0; i < n; i++) {
       items[i] = identify(batch.messages.get(i), scope);
+      if (items[i].key != null) {
+        batch.calls[i] = CallEvents.start(config.listener(), config.ticker(), items[i].key);
+      }
       if (items[i].key != null && settings.config().batchClaims()) {
         requests.add(request(items[i], now));
         requestIndex.add(i);
@@ -147,7 +150,11 @@ public final class BatchEngine<M> {
       List<Claim> answers;
       try {
         // The point of the batch: one store round trip for every key of the batch.
-        answers = store.claimAll(requests);
+        List<CallEvents> claiming = new ArrayList<>(requests.size());
+        for (int i : requestIndex) {
+          claiming.add(batch.calls[i]);
+        }
+        answers = store.claimAll(requests, claiming);
       } catch (RuntimeException e) {
         outages.log(System.Logger.Level.WARNING, "batch claim of " + requests.size()
             + " messages failed; the batch will be delivered again", e);
@@ -168,10 +175,10 @@ public final class BatchEngine<M> {
           // Held from now on, not from when its handler starts: a message waiting its turn keeps
           // its lease while the messages before it are handled.
           try {
-            attempts[i] = hold(items[i].key, acquired, batch);
+            attempts[i] = hold(items[i].key, acquired, batch, batch.calls[i]);
           } catch (RuntimeException e) {
             unreadable[i] = e;
-            giveBackUnreadable(items[i].key, acquired, e);
+            giveBackUnreadable(items[i].key, acquired, e, batch.calls[i]);
           }
         }
       }
@@ -206,7 +213,7 @@ public final class BatchEngine<M> {
         Disposition disposition = unreadable[i] != null
             ? Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()),
                 unreadable[i], 0)
-            : handle(message, items[i], claims[i], attempts[i], ownedHere, batch);
+            : handle(message, items[i], claims[i], attempts[i], ownedHere, batch, batch.calls[i]);
         batch.set(i, items[i].key, disposition);
         groups.settled(group, disposition);
       }
@@ -252,17 +259,20 @@ public final class BatchEngine<M> {
       return Map.of();
     }
     List<Completion> completions = new ArrayList<>(batch.pending.size());
+    List<CallEvents> completing = new ArrayList<>(batch.pending.size());
     for (BatchRun.Pending p : batch.pending.values()) {
       leases.drop(p.attempt()); // no beat may extend a message while it is being completed
       completions.add(new Completion(p.key(), p.token(), p.outcome()));
+      completing.add(p.events());
     }
     Map<IdempotencyKey, Status> notStored = new HashMap<>();
     try {
       // The point of the batch, again: one store round trip for every outcome of the batch.
-      Set<IdempotencyKey> lost = store.completeAll(completions, now(), config.retention());
+      Set<IdempotencyKey> lost = store.completeAll(completions, now(), config.retention(),
+          completing);
       for (IdempotencyKey key : lost) {
         BatchRun.Pending p = batch.pending.get(key);
-        notify(l -> l.onLeaseLost(key, p.token()));
+        p.events().tell(l -> l.onLeaseLost(key, p.token()));
         LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
             + " worker took over; the message will be delivered again", key);
         notStored.put(key, Status.LEASE_LOST);
@@ -282,14 +292,15 @@ public final class BatchEngine<M> {
       for (BatchRun.Pending p : batch.pending.values()) {
         unstored.keep(p.attempt(), p.outcome(), p.started());
         notStored.put(p.key(), Status.OUTCOME_PENDING);
+        p.events().end(OnceListener.CallOutcome.OUTCOME_UNKNOWN, e);
       }
       batch.storeFailure = e;
       return notStored;
     }
     for (BatchRun.Pending p : batch.pending.values()) {
       if (!notStored.containsKey(p.key())) {
-        Duration elapsed = Duration.ofNanos(System.nanoTime() - p.started());
-        notify(l -> l.onCompleted(p.key(), p.token(), elapsed));
+        Duration elapsed = Duration.ofNanos(config.ticker().getAsLong() - p.started());
+        p.events().tell(l -> l.onCompleted(p.key(), p.token(), elapsed));
       }
     }
     return notStored;
@@ -315,7 +326,7 @@ public final class BatchEngine<M> {
             : Disposition.notFinal(Status.NOT_RUN, retryAt, null, 0);
       } else {
         if (step.status() == Status.REPLAYED) {
-          notify(l -> l.onReplayed(step.awaiting()));
+          batch.calls[i].tell(l -> l.onReplayed(step.awaiting()));
         }
         batch.dispositions[i] = Disposition.done(step.status(), step.status() == Status.HANDLED ? attempt : 0);
       }
@@ -359,22 +370,22 @@ public final class BatchEngine<M> {
   }
 
   private Disposition handle(M message, Item item, Claim claim, AttemptImpl attempt,
-      Map<IdempotencyKey, Boolean> ownedHere, BatchRun<M> batch) {
+      Map<IdempotencyKey, Boolean> ownedHere, BatchRun<M> batch, CallEvents events) {
     if (item.key == null) {
       return withoutKey(message, item.noKeyCause);
     }
     if (claim == null) {
       try {
-        claim = store.claim(request(item, now()));
+        claim = store.forCall(events).claim(request(item, now()));
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "claim of " + item.key + " failed; retrying later", e);
         return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), e, 0);
       }
       if (claim instanceof Claim.Acquired acquired) {
         try {
-          attempt = hold(item.key, acquired, batch);
+          attempt = hold(item.key, acquired, batch, events);
         } catch (RuntimeException e) {
-          giveBackUnreadable(item.key, acquired, e);
+          giveBackUnreadable(item.key, acquired, e, events);
           return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), e,
               0);
         }
@@ -383,11 +394,11 @@ public final class BatchEngine<M> {
     IdempotencyKey key = item.key;
     if (claim instanceof Claim.Replay) {
       unstored.take(key); // stored meanwhile: nothing left to keep
-      notify(l -> l.onReplayed(key));
+      events.tell(l -> l.onReplayed(key));
       return Disposition.done(Status.REPLAYED, 0);
     }
     if (claim instanceof Claim.Mismatch) {
-      notify(l -> l.onMismatch(key));
+      events.tell(l -> l.onMismatch(key));
       KeyReusedException e = new KeyReusedException(key);
       return deadLetter(new DeadLetter<>(message, DeadLetter.Reason.KEY_REUSED, key,
           e.getClass().getName(), e.getMessage(), 0), e);
@@ -399,7 +410,7 @@ public final class BatchEngine<M> {
           return Disposition.awaiting(key, Status.REPLAYED);
         }
         if (ownFinal) {
-          notify(l -> l.onReplayed(key));
+          events.tell(l -> l.onReplayed(key));
           return Disposition.done(Status.REPLAYED, 0);
         }
         return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), null, 0);
@@ -410,7 +421,7 @@ public final class BatchEngine<M> {
         return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.config().initialBackoff()), null,
             0);
       }
-      notify(l -> l.onInProgress(key));
+      events.tell(l -> l.onInProgress(key));
       // Held by another worker (typically around a rebalance): look again after a backoff, or
       // when its lease ends, where a takeover becomes possible, whichever comes first.
       Instant at = now().plus(settings.config().inProgressBackoff());
@@ -426,9 +437,9 @@ public final class BatchEngine<M> {
       // outcome under the new claim instead of running the handler again.
       LOG.log(System.Logger.Level.INFO, "{0} was handled already; storing its kept outcome"
           + " instead of running it again", key);
-      step = returned(key, attempt, kept.outcome(), kept.started(), batch);
+      step = returned(key, attempt, kept.outcome(), kept.started(), batch, events);
     } else {
-      step = run(message, key, acquired, attempt, batch);
+      step = run(message, key, acquired, attempt, batch, events);
     }
     ownedHere.put(key, step.retryAt() == null);
     return step;
@@ -439,25 +450,27 @@ public final class BatchEngine<M> {
    * newer version during a rolling deploy, or damaged): its message fails alone, not run here.
    */
   private void giveBackUnreadable(IdempotencyKey key, Claim.Acquired acquired,
-      RuntimeException why) {
+      RuntimeException why, CallEvents events) {
     LOG.log(System.Logger.Level.WARNING, "the record of {0} cannot be read here ({1}); not run,"
         + " given back for a worker that can", key, why.getMessage());
-    store.releaseOrLeave(key, acquired.token(), "not run: " + Execution.describe(why), now(),
+    store.forCall(events).releaseOrLeave(key, acquired.token(), "not run: "
+        + Execution.describe(why), now(),
         config.retention());
   }
 
   /** Holds the claim of {@code key} from now until its outcome is stored or it is released. */
-  private AttemptImpl hold(IdempotencyKey key, Claim.Acquired acquired, BatchRun<M> batch) {
-    AttemptImpl attempt = new AttemptImpl(key, acquired, config, store);
+  private AttemptImpl hold(IdempotencyKey key, Claim.Acquired acquired, BatchRun<M> batch,
+      CallEvents events) {
+    AttemptImpl attempt = new AttemptImpl(key, acquired, config, store.forCall(events));
     leases.hold(attempt);
     batch.attempts.add(attempt);
     return attempt;
   }
 
   private Disposition run(M message, IdempotencyKey key, Claim.Acquired acquired, AttemptImpl attempt,
-      BatchRun<M> batch) {
+      BatchRun<M> batch, CallEvents events) {
     long token = acquired.token();
-    notify(l -> l.onAcquired(key, token, acquired.takeover()));
+    events.acquired(acquired);
     try {
       // The claim was taken with the batch and the messages before this one may have been slow:
       // make sure it is still ours, and start the handler with at least a third of the lease
@@ -465,7 +478,7 @@ public final class BatchEngine<M> {
       attempt.ensureLease();
     } catch (LeaseLostException e) {
       leases.drop(attempt);
-      notify(l -> l.onLeaseLost(key, token));
+      events.tell(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost while the message waited its"
           + " turn: another worker took over; not run here, it will be delivered again", key);
       return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e, 0);
@@ -475,13 +488,13 @@ public final class BatchEngine<M> {
       leases.release(attempt, "released unprocessed: its lease could not be extended");
       return Disposition.notFinal(Status.NOT_RUN, now().plus(settings.config().initialBackoff()), e, 0);
     }
-    long started = System.nanoTime();
+    long started = events.now();
     try {
       settings.handler().handle(message, attempt);
     } catch (Exception failure) {
       // Still held: the lease is renewed while compensations run and the dead letter is
       // published; failed() lets go only once what became of the message is stored.
-      return failed(message, key, acquired, attempt, failure);
+      return failed(message, key, acquired, attempt, failure, events);
     } catch (Error fatal) {
       // The process is going down: record nothing, as a killed process could not either. The
       // lease runs out and the next worker takes over.
@@ -491,25 +504,25 @@ public final class BatchEngine<M> {
     ReplayedFailureException committed = attempt.committedFailure();
     if (committed != null) {
       // An earlier attempt began compensating a terminal failure of the steps: it ends so.
-      return failed(message, key, acquired, attempt, committed);
+      return failed(message, key, acquired, attempt, committed, events);
     }
-    return returned(key, attempt, emptyOutcome, started, batch);
+    return returned(key, attempt, emptyOutcome, started, batch, events);
   }
 
   /** The handler returned: its outcome is stored with the batch, or at once, or kept. */
   private Disposition returned(IdempotencyKey key, AttemptImpl attempt, Outcome outcome, long started,
-      BatchRun<M> batch) {
+      BatchRun<M> batch, CallEvents events) {
     if (settings.config().batchClaims()) {
       // Stored with the rest of the batch (storePending); the claim stays held until then.
-      batch.pending.put(key, new BatchRun.Pending(attempt, outcome, started));
+      batch.pending.put(key, new BatchRun.Pending(attempt, outcome, started, events));
       return Disposition.awaiting(key, Status.HANDLED);
     }
     long token = attempt.token();
     leases.drop(attempt);
     try {
-      store.complete(key, token, outcome, now(), config.retention());
+      store.forCall(events).complete(key, token, outcome, now(), config.retention());
     } catch (LeaseLostException e) {
-      notify(l -> l.onLeaseLost(key, token));
+      events.tell(l -> l.onLeaseLost(key, token));
       LOG.log(System.Logger.Level.WARNING, "lease on {0} was lost before completion: another"
           + " worker took over; the message will be delivered again", key);
       return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e,
@@ -521,8 +534,8 @@ public final class BatchEngine<M> {
       return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.config().initialBackoff()), e,
           attempt.attemptNumber());
     }
-    Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
-    notify(l -> l.onCompleted(key, token, elapsed));
+    Duration elapsed = Duration.ofNanos(events.now() - started);
+    events.tell(l -> l.onCompleted(key, token, elapsed));
     return Disposition.done(Status.HANDLED, attempt.attemptNumber());
   }
 
@@ -532,19 +545,19 @@ public final class BatchEngine<M> {
    * the claim released, so a slow broker cannot let another worker take the message over.
    */
   private Disposition failed(M message, IdempotencyKey key, Claim.Acquired acquired,
-      AttemptImpl attempt, Exception failure) {
+      AttemptImpl attempt, Exception failure, CallEvents events) {
     long token = acquired.token();
     int number = acquired.attempt();
     if (failure instanceof LeaseLostException) {
       leases.drop(attempt);
-      notify(l -> l.onLeaseLost(key, token));
+      events.tell(l -> l.onLeaseLost(key, token));
       return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), failure,
           number);
     }
     boolean terminal = attempt.committedFailure() != null
         || Execution.isTerminal(config, failure);
     boolean exhausted = !terminal && number >= settings.config().maxAttempts();
-    notify(l -> l.onFailed(key, token, failure, terminal || exhausted));
+    events.tell(l -> l.onFailed(key, token, failure, terminal || exhausted));
     if (!terminal && !exhausted) {
       leases.fail(attempt, Execution.describe(failure));
       Instant retryAt = now().plus(settings.config().backoff(number));
@@ -560,7 +573,7 @@ public final class BatchEngine<M> {
     } catch (LeaseLostException lost) {
       // The lease passed while compensating: the successor undoes what is left.
       leases.drop(attempt);
-      notify(l -> l.onLeaseLost(key, token));
+      events.tell(l -> l.onLeaseLost(key, token));
       return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), lost,
           number);
     } catch (RuntimeException compensationFailure) {
@@ -582,7 +595,7 @@ public final class BatchEngine<M> {
       attempt.ensureLease();
     } catch (LeaseLostException e) {
       leases.drop(attempt);
-      notify(l -> l.onLeaseLost(key, token));
+      events.tell(l -> l.onLeaseLost(key, token));
       return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e, number);
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.DEBUG, "could not extend the lease on " + key
@@ -596,15 +609,15 @@ public final class BatchEngine<M> {
     }
     leases.drop(attempt); // no beat may extend it while it is being completed
     try {
-      store.complete(key, token, outcome, now(), config.retention());
+      store.forCall(events).complete(key, token, outcome, now(), config.retention());
     } catch (LeaseLostException e) {
-      notify(l -> l.onLeaseLost(key, token));
+      events.tell(l -> l.onLeaseLost(key, token));
       return Disposition.notFinal(Status.LEASE_LOST, now().plus(settings.config().initialBackoff()), e, number);
     } catch (RuntimeException e) {
       // Dead-lettered already: keep the stored failure to come, as for an outcome (above).
       LOG.log(System.Logger.Level.WARNING, "could not store the failure of " + key
           + "; kept with its claim, stored before the message is handled again", e);
-      unstored.keep(attempt, outcome, System.nanoTime());
+      unstored.keep(attempt, outcome, events.now());
       return Disposition.notFinal(Status.OUTCOME_PENDING, now().plus(settings.config().initialBackoff()), e,
           number);
     }
@@ -665,10 +678,6 @@ public final class BatchEngine<M> {
         letter.key() == null ? "a message without a key" : letter.key(), letter.reason(),
         letter.attempts(), Execution.describe(cause));
     return Disposition.deadLettered(letter.reason(), cause, letter.attempts());
-  }
-
-  private void notify(Consumer<OnceListener> event) {
-    Execution.notify(config.listener(), event);
   }
 
   // ---------------------------------------------------------------------------------------------

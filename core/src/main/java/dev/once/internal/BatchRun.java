@@ -14,7 +14,7 @@ import java.util.Map;
 final class BatchRun<M> {
 
   /** A handled message whose outcome is stored with the rest of the batch. */
-  record Pending(AttemptImpl attempt, Outcome outcome, long started) {
+  record Pending(AttemptImpl attempt, Outcome outcome, long started, CallEvents events) {
     IdempotencyKey key() {
       return attempt.idempotencyKey();
     }
@@ -27,6 +27,8 @@ final class BatchRun<M> {
   final List<M> messages;
   final Disposition[] dispositions;
   final IdempotencyKey[] keys;
+  /** Each message's call, as the listener hears of it; null for a message without a key. */
+  final CallEvents[] calls;
   /** Handled messages whose outcome awaits the batch's completeAll, in handling order. */
   final Map<IdempotencyKey, Pending> pending = new LinkedHashMap<>();
   /** Every claim acquired in this batch (each held until stored, released or kept). */
@@ -38,6 +40,30 @@ final class BatchRun<M> {
     this.messages = List.copyOf(messages);
     this.dispositions = new Disposition[messages.size()];
     this.keys = new IdempotencyKey[messages.size()];
+    this.calls = new CallEvents[messages.size()];
+  }
+
+  /**
+   * Ends every call the batch did not end (a message not run, or whose outcome is kept unstored),
+   * as its result says.
+   */
+  void endCalls() {
+    for (int i = 0; i < calls.length; i++) {
+      CallEvents call = calls[i];
+      if (call == null || call.ended()) {
+        continue;
+      }
+      Disposition d = dispositions[i];
+      if (d == null) {
+        call.end(dev.once.OnceListener.CallOutcome.ERROR, null);
+      } else if (d.status() == dev.once.batch.ItemResult.Status.OUTCOME_PENDING) {
+        call.end(dev.once.OnceListener.CallOutcome.OUTCOME_UNKNOWN, d.failure());
+      } else if (d.status() == dev.once.batch.ItemResult.Status.LEASE_LOST) {
+        call.end(dev.once.OnceListener.CallOutcome.LEASE_LOST, d.failure());
+      } else {
+        call.end(dev.once.OnceListener.CallOutcome.NOT_RUN, d.failure());
+      }
+    }
   }
 
   void set(int i, IdempotencyKey key, Disposition disposition) {

@@ -37,7 +37,7 @@ public final class Execution {
 
   public Execution(Once.Config config) {
     this.config = config;
-    this.store = new StoreCalls(config.store(), config.listener());
+    this.store = new StoreCalls(config.store(), config.listener(), config.ticker());
     int inFlight = config.coalescedCallsInFlight();
     if (inFlight > 0) {
       this.claims = new Coalescer<>(MAX_COALESCED, inFlight, store::claim, store::claimAll);
@@ -49,8 +49,32 @@ public final class Execution {
     }
   }
 
-  private Claim claimOnce(ClaimRequest request) {
-    return claims == null ? store.claim(request) : claims.call(request);
+  private Claim claimOnce(CallEvents events, ClaimRequest request) {
+    if (claims == null) {
+      return store.forCall(events).claim(request);
+    }
+    return shared(events, "claim", () -> claims.call(request));
+  }
+
+  /**
+   * A store call shared with concurrent callers (coalesced): told as a store call of this call,
+   * timed from when it asked to when it had its answer. The shared round trip itself is told
+   * once, by whoever made it.
+   */
+  private static <R> R shared(CallEvents events, String operation,
+      java.util.function.Supplier<R> call) {
+    if (events.quiet()) {
+      return call.get();
+    }
+    long start = events.now();
+    boolean ok = false;
+    try {
+      R result = call.get();
+      ok = true;
+      return result;
+    } finally {
+      events.sharedStoreCall(operation, Duration.ofNanos(events.now() - start), ok);
+    }
   }
 
   private Boolean completeOne(Completion c) {
@@ -75,16 +99,26 @@ public final class Execution {
 
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, Work<T, X> work) throws X {
-    Claim claim = claim(key, fingerprint);
-    if (claim instanceof Claim.Acquired acquired) {
-      return run(key, acquired, codec, work);
+    // Every event of this call goes through its CallEvents, which tells the call-scoped ones.
+    CallEvents events = CallEvents.start(config.listener(), config.ticker(), key);
+    try {
+      Claim claim = claim(events, key, fingerprint);
+      if (claim instanceof Claim.Acquired acquired) {
+        return run(events, key, acquired, codec, work);
+      }
+      return claim.answer(key, codec, config.clock(), events);
+    } catch (Throwable t) {
+      // Unless an event ended it already (the work's failure, a lost lease, an answer), the call
+      // ends here: not run if it never held the claim (the store failed), else in error.
+      events.end(events.call().acquired() ? OnceListener.CallOutcome.ERROR
+          : OnceListener.CallOutcome.NOT_RUN, t);
+      throw t;
     }
-    return claim.answer(key, codec, config.clock(), config.listener());
   }
 
   /** Claims, and while the original is in progress polls as the policy allows. */
-  private Claim claim(IdempotencyKey key, Fingerprint fingerprint) {
-    Claim claim = claimOnce(request(key, fingerprint));
+  private Claim claim(CallEvents events, IdempotencyKey key, Fingerprint fingerprint) {
+    Claim claim = claimOnce(events, request(key, fingerprint));
     if (!(claim instanceof Claim.InProgress) || !config.inProgress().waits()) {
       return claim;
     }
@@ -108,7 +142,7 @@ public final class Execution {
         return claim;
       }
       backoff = min(backoff.multipliedBy(2), config.inProgress().maxBackoff());
-      claim = claimOnce(request(key, fingerprint));
+      claim = claimOnce(events, request(key, fingerprint));
     }
     return claim;
   }
@@ -118,16 +152,17 @@ public final class Execution {
         config.retention());
   }
 
-  private <T, X extends Exception> Result<T> run(IdempotencyKey key, Claim.Acquired acquired,
-      Codec<T> codec, Work<T, X> work) throws X {
-    notify(l -> l.onAcquired(key, acquired.token(), acquired.takeover()));
-    long started = System.nanoTime();
+  private <T, X extends Exception> Result<T> run(CallEvents events, IdempotencyKey key,
+      Claim.Acquired acquired, Codec<T> codec, Work<T, X> work) throws X {
+    events.acquired(acquired);
+    long started = events.now();
+    StoreCalls store = this.store.forCall(events);
     AttemptImpl attempt;
     try {
       attempt = new AttemptImpl(key, acquired, config, store);
     } catch (RuntimeException unreadable) {
       // A step journal this version cannot read (written by a newer one): not run here.
-      giveBack(key, acquired.token(), "not run: " + unreadable.getMessage());
+      giveBack(store, key, acquired.token(), "not run: " + unreadable.getMessage());
       throw unreadable;
     }
     try {
@@ -135,10 +170,10 @@ public final class Execution {
       // start. Given back uncounted, in case nobody took it over (fenced if somebody did).
       attempt.refuseIfLapsed();
     } catch (LeaseLostException e) {
-      notify(l -> l.onLeaseLost(key, acquired.token()));
+      events.tell(l -> l.onLeaseLost(key, acquired.token()));
       LOG.log(System.Logger.Level.WARNING, "the lease on {0} passed before its work started;"
           + " not started", key);
-      giveBack(key, acquired.token(), "not started: the lease passed before the work began");
+      giveBack(store, key, acquired.token(), "not started: the lease passed before the work began");
       throw e;
     }
     Scheduler.Task heartbeat;
@@ -156,28 +191,28 @@ public final class Execution {
       value = work.run(attempt);
     } catch (Throwable failure) {
       // The heartbeat keeps the claim through compensation; it stops before the failure is stored.
-      recordFailure(key, acquired.token(), failure, attempt, heartbeat);
+      recordFailure(events, key, acquired.token(), failure, attempt, heartbeat);
       throw rethrow(failure);
     }
     ReplayedFailureException committed = attempt.committedFailure();
     if (committed != null) {
       // An earlier attempt began compensating a terminal failure: the work ends in it.
-      recordFailure(key, acquired.token(), committed, attempt, heartbeat);
+      recordFailure(events, key, acquired.token(), committed, attempt, heartbeat);
       throw committed;
     }
     stop(heartbeat);
 
-    Outcome outcome = encodeOrMarker(key, acquired.token(), codec, value);
+    Outcome outcome = encodeOrMarker(events, key, acquired.token(), codec, value);
     try {
-      storeOutcome(key, acquired.token(), outcome);
+      storeOutcome(events, key, acquired.token(), outcome);
     } catch (LeaseLostException e) {
-      notify(l -> l.onLeaseLost(key, acquired.token()));
+      events.tell(l -> l.onLeaseLost(key, acquired.token()));
       throw e;
     } catch (StoreUnavailableException e) {
-      throw outcomeUnknown(key, acquired.token(), e);
+      throw outcomeUnknown(events, key, acquired.token(), e);
     }
-    Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
-    notify(l -> l.onCompleted(key, acquired.token(), elapsed));
+    Duration elapsed = Duration.ofNanos(events.now() - started);
+    events.tell(l -> l.onCompleted(key, acquired.token(), elapsed));
     return new Result<>(value, false, acquired.token());
   }
 
@@ -185,23 +220,24 @@ public final class Execution {
    * Stores or releases after the work threw. The heartbeat runs until then: compensations are
    * work, and a claim must stay leased until what became of it is stored.
    */
-  private void recordFailure(IdempotencyKey key, long token, Throwable failure,
-      AttemptImpl attempt, Scheduler.Task heartbeat) {
+  private void recordFailure(CallEvents events, IdempotencyKey key, long token,
+      Throwable failure, AttemptImpl attempt, Scheduler.Task heartbeat) {
     try {
-      settleFailure(key, token, failure, attempt, () -> stop(heartbeat));
+      settleFailure(events, key, token, failure, attempt, () -> stop(heartbeat));
     } finally {
       stop(heartbeat);
     }
   }
 
-  private void settleFailure(IdempotencyKey key, long token, Throwable failure,
-      AttemptImpl attempt, Runnable stopHeartbeat) {
+  private void settleFailure(CallEvents events, IdempotencyKey key, long token,
+      Throwable failure, AttemptImpl attempt, Runnable stopHeartbeat) {
+    StoreCalls store = this.store.forCall(events);
     if (failure instanceof LeaseLostException) {
-      notify(l -> l.onLeaseLost(key, token));
+      events.tell(l -> l.onLeaseLost(key, token));
       return;
     }
     boolean terminal = attempt.committedFailure() != null || isTerminal(config, failure);
-    notify(l -> l.onFailed(key, token, failure, terminal));
+    events.tell(l -> l.onFailed(key, token, failure, terminal));
     Outcome terminalOutcome = null;
     if (terminal) {
       try {
@@ -210,7 +246,7 @@ public final class Execution {
         // The lease passed while compensating: the successor undoes what is left.
         stopHeartbeat.run();
         failure.addSuppressed(lost);
-        notify(l -> l.onLeaseLost(key, token));
+        events.tell(l -> l.onLeaseLost(key, token));
         return;
       } catch (RuntimeException compensationFailure) {
         stopHeartbeat.run();
@@ -219,14 +255,14 @@ public final class Execution {
         failure.addSuppressed(compensationFailure);
         LOG.log(System.Logger.Level.WARNING, "compensating the terminal failure of " + key
             + " failed; released for a retry that compensates the rest", compensationFailure);
-        release(key, token, failure, "compensation failed: " + compensationFailure.getMessage());
+        release(store, key, token, failure, "compensation failed: " + compensationFailure.getMessage());
         return;
       }
     }
     stopHeartbeat.run();
     try {
       if (terminal) {
-        storeOutcome(key, token, terminalOutcome);
+        storeOutcome(events, key, token, terminalOutcome);
       } else {
         store.fail(key, token, describe(failure), config.clock().instant(), config.retention());
       }
@@ -235,19 +271,19 @@ public final class Execution {
       // out and a retry takes over. A terminal failure not stored would run again: say so loudly.
       failure.addSuppressed(storeFailure);
       if (storeFailure instanceof LeaseLostException) {
-        notify(l -> l.onLeaseLost(key, token));
+        events.tell(l -> l.onLeaseLost(key, token));
       } else if (storeFailure instanceof StoreUnavailableException unavailable) {
         LOG.log(terminal ? System.Logger.Level.WARNING : System.Logger.Level.INFO,
             "the " + (terminal ? "terminal" : "retryable") + " failure of " + key + " (token "
                 + token + ") could not be stored: " + storeFailure.getMessage()
                 + (terminal ? "; unless it was, a retry after the lease runs the work again" : ""));
-        notify(l -> l.onOutcomeUnknown(key, token, unavailable));
+        events.tell(l -> l.onOutcomeUnknown(key, token, unavailable));
       }
     }
   }
 
   /** Gives back a claim whose work never ran, the attempt not counted; best effort. */
-  private void giveBack(IdempotencyKey key, long token, String why) {
+  private void giveBack(StoreCalls store, IdempotencyKey key, long token, String why) {
     store.releaseOrLeave(key, token, why, config.clock().instant(), config.retention());
   }
 
@@ -265,7 +301,8 @@ public final class Execution {
     }
   }
 
-  private void release(IdempotencyKey key, long token, Throwable failure, String why) {
+  private void release(StoreCalls store, IdempotencyKey key, long token, Throwable failure,
+      String why) {
     try {
       store.fail(key, token, why.length() > 1000 ? why.substring(0, 1000) : why,
           config.clock().instant(), config.retention());
@@ -282,12 +319,15 @@ public final class Execution {
    * Completes, repeating the same write after a store failure (a reconnect usually cures it): a
    * completion that was applied although it failed is acknowledged the second time.
    */
-  private void storeOutcome(IdempotencyKey key, long token, Outcome outcome) {
+  private void storeOutcome(CallEvents events, IdempotencyKey key, long token,
+      Outcome outcome) {
     for (int retry = 0; ; retry++) {
       try {
         if (completions == null) {
-          store.complete(key, token, outcome, config.clock().instant(), config.retention());
-        } else if (!completions.call(new Completion(key, token, outcome))) {
+          store.forCall(events).complete(key, token, outcome, config.clock().instant(),
+              config.retention());
+        } else if (!shared(events, "complete",
+            () -> completions.call(new Completion(key, token, outcome)))) {
           throw new LeaseLostException(key, token);
         }
         return;
@@ -309,11 +349,11 @@ public final class Execution {
     }
   }
 
-  private OutcomeUnknownException outcomeUnknown(IdempotencyKey key, long token,
-      StoreUnavailableException cause) {
+  private OutcomeUnknownException outcomeUnknown(CallEvents events, IdempotencyKey key,
+      long token, StoreUnavailableException cause) {
     OutcomeUnknownException unknown = new OutcomeUnknownException(key, token, cause);
     LOG.log(System.Logger.Level.WARNING, unknown.getMessage());
-    notify(l -> l.onOutcomeUnknown(key, token, cause));
+    events.tell(l -> l.onOutcomeUnknown(key, token, cause));
     return unknown;
   }
 
@@ -322,9 +362,10 @@ public final class Execution {
    * stored (too large, or its codec threw) must not make it run again, so the key is completed
    * with {@link Outcome#notStored} instead, and duplicates get {@link OutcomeNotStoredException}.
    */
-  private <T> Outcome encodeOrMarker(IdempotencyKey key, long token, Codec<T> codec, T value) {
+  private <T> Outcome encodeOrMarker(CallEvents events, IdempotencyKey key, long token,
+      Codec<T> codec, T value) {
     return Outcome.encodeOrNotStored(codec, value, config.maxPayloadBytes(), key,
-        e -> notify(l -> l.onOutcomeNotStored(key, token, e)));
+        e -> events.tell(l -> l.onOutcomeNotStored(key, token, e)));
   }
 
   private static void stop(Scheduler.Task heartbeat) {
@@ -337,10 +378,6 @@ public final class Execution {
     String message = failure.getMessage();
     String text = failure.getClass().getName() + (message == null ? "" : ": " + message);
     return text.length() > 1000 ? text.substring(0, 1000) : text;
-  }
-
-  private void notify(java.util.function.Consumer<OnceListener> event) {
-    notify(config.listener(), event);
   }
 
   /** Tells the listener, if any; a throwing listener is logged and ignored. */

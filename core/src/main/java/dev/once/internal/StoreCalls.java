@@ -11,15 +11,26 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.function.Supplier;
 
-/** The store as {@link Execution} calls it: each call timed and reported to the listener. */
+/**
+ * The store as {@link Execution} calls it: each call timed on the ticker and reported to the
+ * listener; {@link #forCall} also reports it as a store call of one call.
+ */
 public final class StoreCalls {
 
   private final IdempotencyStore store;
   private final OnceListener listener;
+  private final java.util.function.LongSupplier ticker;
 
-  public StoreCalls(IdempotencyStore store, OnceListener listener) {
+  public StoreCalls(IdempotencyStore store, OnceListener listener,
+      java.util.function.LongSupplier ticker) {
     this.store = store;
     this.listener = listener;
+    this.ticker = ticker;
+  }
+
+  /** These store calls, each also told as a store call of {@code call}. */
+  public StoreCalls forCall(CallEvents call) {
+    return call.quiet() ? this : new StoreCalls(store, call, ticker);
   }
 
   public Claim claim(ClaimRequest request) {
@@ -81,19 +92,37 @@ public final class StoreCalls {
   }
 
   public java.util.List<Claim> claimAll(java.util.List<ClaimRequest> requests) {
-    return timed("claimAll", () -> store.claimAll(requests));
+    return claimAll(requests, java.util.List.of());
+  }
+
+  /** One {@code claimAll}, also told as a store call of each of {@code calls}. */
+  public java.util.List<Claim> claimAll(java.util.List<ClaimRequest> requests,
+      java.util.Collection<CallEvents> calls) {
+    return timed("claimAll", calls, () -> store.claimAll(requests));
   }
 
   public java.util.Set<IdempotencyKey> completeAll(
       java.util.List<dev.once.spi.Completion> completions, Instant now, Duration retention) {
-    return timed("completeAll", () -> store.completeAll(completions, now, retention));
+    return completeAll(completions, now, retention, java.util.List.of());
+  }
+
+  /** One {@code completeAll}, also told as a store call of each of {@code calls}. */
+  public java.util.Set<IdempotencyKey> completeAll(
+      java.util.List<dev.once.spi.Completion> completions, Instant now, Duration retention,
+      java.util.Collection<CallEvents> calls) {
+    return timed("completeAll", calls, () -> store.completeAll(completions, now, retention));
   }
 
   private <R> R timed(String operation, Supplier<R> call) {
+    return timed(operation, java.util.List.of(), call);
+  }
+
+  private <R> R timed(String operation, java.util.Collection<CallEvents> calls,
+      Supplier<R> call) {
     if (listener == NoListener.INSTANCE) {
       return call.get();
     }
-    long start = System.nanoTime();
+    long start = ticker.getAsLong();
     boolean ok = false;
     try {
       R result = call.get();
@@ -101,8 +130,11 @@ public final class StoreCalls {
       return result;
     } finally {
       boolean succeeded = ok;
-      Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+      Duration elapsed = Duration.ofNanos(ticker.getAsLong() - start);
       Execution.notify(listener, l -> l.onStoreCall(operation, elapsed, succeeded));
+      for (CallEvents shared : calls) {
+        shared.sharedStoreCall(operation, elapsed, succeeded);
+      }
     }
   }
 }

@@ -117,7 +117,7 @@ final class UnstoredOutcomes {
               + " longer in progress under token {1}", u.key(), u.attempt().token());
         } else {
           long token = u.attempt().token();
-          Duration elapsed = Duration.ofNanos(System.nanoTime() - u.started());
+          Duration elapsed = Duration.ofNanos(config.ticker().getAsLong() - u.started());
           Execution.notify(config.listener(), l -> l.onCompleted(u.key(), token, elapsed));
         }
       }

@@ -35,6 +35,31 @@ class BatchConfigTest {
   }
 
   @Test
+  void toBuilderCopiesEveryFieldAndABuilderChangedLaterChangesNothingBuilt() throws Exception {
+    BatchConfig.Builder builder = BatchConfig.builder().maxAttempts(2)
+        .retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(8))
+        .inProgressBackoff(Duration.ofSeconds(30)).noKeyPolicy(NoKeyPolicy.PROCESS_UNPROTECTED)
+        .batchClaims(false);
+    BatchConfig custom = builder.build();
+    BatchConfig copy = custom.toBuilder().build();
+    builder.maxAttempts(9);
+    custom.toBuilder().maxAttempts(8);
+
+    int compared = 0;
+    for (java.lang.reflect.Field field : BatchConfig.class.getDeclaredFields()) {
+      if (java.lang.reflect.Modifier.isStatic(field.getModifiers())) {
+        continue;
+      }
+      field.setAccessible(true);
+      assertThat(field.get(copy)).as(field.getName()).isEqualTo(field.get(custom))
+          .isNotEqualTo(field.get(BatchConfig.defaults()));
+      compared++;
+    }
+    assertThat(compared).isEqualTo(6);
+    assertThat(custom.maxAttempts()).isEqualTo(2);
+  }
+
+  @Test
   void backoffDoublesFromTheInitialUpToTheLongest() {
     BatchConfig c = BatchConfig.builder()
         .retryBackoff(Duration.ofSeconds(1), Duration.ofSeconds(5)).build();

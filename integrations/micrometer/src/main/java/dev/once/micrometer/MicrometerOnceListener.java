@@ -9,7 +9,6 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
@@ -31,23 +30,11 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class MicrometerOnceListener implements OnceListener {
 
-  /** Bound on the executions one thread tracks at once; only nesting makes more than one. */
-  private static final int MAX_TRACKED_PER_THREAD = 64;
-
   private final MeterRegistry registry;
   private final Tags commonTags;
   private final boolean scopeTag;
   private final Map<String, Counter> counters = new ConcurrentHashMap<>();
   private final Map<String, Timer> timers = new ConcurrentHashMap<>();
-  /**
-   * When each execution on this thread started. Once tells a listener about one execution on the
-   * calling thread, so failures can be timed though {@link #onFailed} carries no duration.
-   */
-  private final ThreadLocal<Map<Execution, Long>> started =
-      ThreadLocal.withInitial(HashMap::new);
-
-  private record Execution(IdempotencyKey key, long token) {}
-
   private MicrometerOnceListener(Builder b) {
     this.registry = b.registry;
     this.commonTags = b.tags.and(OnceMetrics.TAG_STORE, b.store);
@@ -70,12 +57,6 @@ public final class MicrometerOnceListener implements OnceListener {
   @Override
   public void onAcquired(IdempotencyKey key, long token, boolean takeover) {
     count(takeover ? OnceMetrics.TAKEOVER : OnceMetrics.ACQUIRED, key);
-    Map<Execution, Long> mine = started.get();
-    if (mine.size() >= MAX_TRACKED_PER_THREAD) {
-      // Executions whose end was never reported (the store failed on completion): forget them.
-      mine.clear();
-    }
-    mine.put(new Execution(key, token), System.nanoTime());
   }
 
   @Override
@@ -95,22 +76,38 @@ public final class MicrometerOnceListener implements OnceListener {
 
   @Override
   public void onCompleted(IdempotencyKey key, long token, Duration elapsed) {
-    started.get().remove(new Execution(key, token));
     count(OnceMetrics.COMPLETED, key);
     executionTimer(OnceMetrics.COMPLETED, key).record(elapsed);
   }
 
   @Override
   public void onFailed(IdempotencyKey key, long token, Throwable failure, boolean terminal) {
-    String result = terminal ? OnceMetrics.FAILED_TERMINAL : OnceMetrics.FAILED;
-    count(result, key);
-    recordEnd(result, key, token);
+    count(terminal ? OnceMetrics.FAILED_TERMINAL : OnceMetrics.FAILED, key);
   }
 
   @Override
   public void onLeaseLost(IdempotencyKey key, long token) {
     count(OnceMetrics.LEASE_LOST, key);
-    recordEnd(OnceMetrics.LEASE_LOST, key, token);
+  }
+
+  /**
+   * Times a failed or lost execution (a completed one is timed by {@link #onCompleted}): the
+   * call carries its duration, from its claim on, measured on the {@code Once}'s ticker.
+   */
+  @Override
+  public void onCallEnded(Call call, CallOutcome outcome, Duration elapsed, Throwable failure) {
+    if (!call.acquired()) {
+      return;
+    }
+    String result = switch (outcome) {
+      case FAILED -> OnceMetrics.FAILED;
+      case FAILED_TERMINAL -> OnceMetrics.FAILED_TERMINAL;
+      case LEASE_LOST -> OnceMetrics.LEASE_LOST;
+      default -> null;
+    };
+    if (result != null) {
+      executionTimer(result, call.key()).record(elapsed);
+    }
   }
 
   @Override
@@ -146,13 +143,6 @@ public final class MicrometerOnceListener implements OnceListener {
         .tag(OnceMetrics.TAG_OPERATION, operation)
         .tag(OnceMetrics.TAG_RESULT, result)
         .register(registry)).record(elapsed);
-  }
-
-  private void recordEnd(String result, IdempotencyKey key, long token) {
-    Long start = started.get().remove(new Execution(key, token));
-    if (start != null) {
-      executionTimer(result, key).record(Duration.ofNanos(System.nanoTime() - start));
-    }
   }
 
   private void count(String outcome, IdempotencyKey key) {

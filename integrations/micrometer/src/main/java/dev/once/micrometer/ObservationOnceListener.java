@@ -7,15 +7,11 @@ import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.function.LongSupplier;
 
 /**
  * An {@link OnceListener} that makes Micrometer {@link Observation}s of what Once does, so that
@@ -34,114 +30,96 @@ import java.util.function.LongSupplier;
  *
  * <h2>How events become observations</h2>
  *
- * A listener is told what happened, never when a call begins or ends, so the observations follow
- * the events:
+ * The engine tells each call as a pair ({@link OnceListener#onCallStarted} …
+ * {@link OnceListener#onCallEnded}), every event carrying the {@link OnceListener.Call}; this
+ * listener follows them by the call's id, on whatever thread they come:
  *
  * <ul>
- *   <li>{@code onAcquired} starts an execution's observation (outcome {@code acquired} or
- *       {@code takeover}); {@code onCompleted}, {@code onFailed}, {@code onLeaseLost} and
- *       {@code onOutcomeUnknown} for the same key and token, on the same thread, stop it with that
- *       outcome ({@code not_stored} when {@code onOutcomeNotStored} came first), with the failure
- *       as its error. Its parent is the thread's current observation when the claim was answered
- *       (the HTTP request's, the consumed message's).
- *   <li>{@code onReplayed}, {@code onInProgress} and {@code onMismatch} make an observation that
- *       starts and stops at the answer.
- *   <li>{@code onStoreCall} (it carries no key) becomes an event: a claim's on the observation of
- *       the answer that follows it on the same thread (a waiting duplicate's repeated claims
- *       included); any other call's on the execution most recently acquired and still running on
- *       the same thread. Heartbeat failures and leases found lost by a heartbeat (told on the
- *       scheduler's thread) are events of the execution with that key and token.
+ *   <li>{@code onCallAcquired} starts the call's observation (outcome {@code acquired} or
+ *       {@code takeover}), under the observation that was current when the call started (the
+ *       HTTP request's, the consumed message's); {@code onCallEnded} stops it with the call's
+ *       outcome, its failure as the error.
+ *   <li>A duplicate's call ({@code replayed}, {@code in_progress}, {@code mismatch}) is an
+ *       observation that starts and stops at its answer.
+ *   <li>The store calls of a call ({@code onStoreCall(Call, …)}) are its events: those before
+ *       the answer (the claims, a waiting duplicate's repeated ones) are added when the
+ *       observation starts. A batch's {@code claimAll} and {@code completeAll} are events of each
+ *       of the batch's calls.
+ *   <li>Events told with a key and token ({@code onOutcomeNotStored}, and a heartbeat's
+ *       {@code onHeartbeatFailed} and {@code onLeaseLost}, told on the scheduler's thread) are
+ *       events of the running call holding that claim.
  * </ul>
  *
  * <h2>Limits</h2>
  *
  * <ul>
- *   <li>The listener hears of a claim when it has returned: an observation starts after the claim
- *       (its duration is in the {@code claim} event's name), and a duplicate's observation is an
- *       instant.
+ *   <li>An observation starts when the claim is answered: the claim's duration is in its
+ *       {@code claim} event, and a duplicate's observation is an instant.
  *   <li>The observation is not opened as the thread's current one: the work's own spans are its
  *       siblings under the same parent, not its children. Once does not tell when the work itself
  *       returns in every engine (a Kafka batch completes its records together, later), and a scope
  *       left open would leak into whatever the thread runs next.
- *   <li>A failed execution's observation ends at {@code onFailed}, which comes before the release
- *       or the stored failure is written: that write is in the metrics, not in the observation.
- *   <li>A claim that fails (the store is down) makes no observation: the call throws
- *       {@code StoreUnavailableException} and the listener hears nothing more. It is counted by
- *       {@code once.store.calls{result=error}}.
- *   <li>An execution whose end is never told (the store threw something unexpected while
- *       completing it, or an {@code Error} ended the thread's work) stays open until more than
- *       4096 are open on its thread; the oldest is then stopped as
+ *   <li>A failed call ends at {@code onFailed}, which comes before the release or the stored
+ *       failure is written: that write is in the metrics, not in the observation.
+ *   <li>A call that never held the claim (the store was down: {@code NOT_RUN}) makes no
+ *       observation; it is counted by {@code once.store.calls{result=error}}. A call that held it
+ *       and ended without an outcome (given back unrun, or an unexpected exception) is stopped as
  *       {@value OnceObservations#ABANDONED}.
+ *   <li>Only engines that tell call-scoped events (Once, the batch engine under every consumer,
+ *       {@code TransactionalOnce}) are observed.
  * </ul>
  *
  * <p>Thread-safe. One listener may serve several {@code Once} instances, and
- * {@code TransactionalOnce} and the Kafka consumer, which tell the same events.
+ * {@code TransactionalOnce} and the consumers, which tell the same events.
  */
 public final class ObservationOnceListener implements OnceListener {
 
-  /** Executions one thread keeps open at most; a Kafka batch holds all of its records'. */
-  static final int MAX_OPEN_PER_THREAD = 4096;
   /** Store-call events kept for the answer of a claim (a waiting duplicate claims repeatedly). */
   private static final int MAX_CLAIM_EVENTS = 32;
-  /**
-   * A failed claim that no answer followed within this time ended its call with an exception:
-   * its event is not carried over to the thread's next call.
-   */
-  private static final long FAILED_CLAIM_STALE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
   private final ObservationRegistry registry;
   private final String store;
   private final OnceObservationConvention convention;
   private final OnceObservationConvention defaultConvention;
-  private final ThreadLocal<Calls> calls = ThreadLocal.withInitial(Calls::new);
-  /** Every open execution, for the events told from other threads (heartbeats). */
-  private final Map<Execution, Running> running = new ConcurrentHashMap<>();
+  /** Every call started and not ended, by its id. */
+  private final Map<Long, Tracked> calls = new ConcurrentHashMap<>();
+  /** The calls holding a claim, by key and token, for the events told with those. */
+  private final Map<Claimed, Tracked> running = new ConcurrentHashMap<>();
 
-  private record Execution(IdempotencyKey key, long token) {}
+  private record Claimed(IdempotencyKey key, long token) {}
 
-  /** An execution's observation, open from its claim to its end. */
-  private static final class Running {
-    final Execution id;
-    final Observation observation;
-    final OnceObservationContext context;
-    boolean notStored;
+  /** One call: its parent, its events until its observation starts, then its observation. */
+  private static final class Tracked {
+    final Observation parent;
+    final List<Observation.Event> early = new ArrayList<>();
+    Observation observation;
+    OnceObservationContext context;
+    Claimed claimed;
+    boolean leaseLostTold;
+    /** Its observation has stopped: a heartbeat's event arriving late is dropped. */
+    boolean stopped;
 
-    Running(Execution id, Observation observation, OnceObservationContext context) {
-      this.id = id;
-      this.observation = observation;
-      this.context = context;
+    Tracked(Observation parent) {
+      this.parent = parent;
     }
-  }
 
-  /** What the calls on one thread told so far; touched by that thread only. */
-  private static final class Calls {
-    /** Store calls of the claim whose answer is still to come. */
-    final List<Observation.Event> claims = new ArrayList<>();
-    long lastClaimNanos;
-    boolean lastClaimFailed;
-    /** Executions acquired on this thread and not ended, oldest first. */
-    final LinkedHashMap<Execution, Running> executions = new LinkedHashMap<>();
-    /** Set by onFailed: the release or stored failure written next belongs to that execution. */
-    boolean afterFailure;
-
-    Running latest() {
-      Running last = null;
-      for (Running r : executions.values()) {
-        last = r;
+    synchronized void event(Observation.Event event) {
+      if (stopped) {
+        return;
       }
-      return last;
+      if (observation != null) {
+        observation.event(event);
+      } else if (early.size() < MAX_CLAIM_EVENTS) {
+        early.add(event);
+      }
     }
   }
-
-  /** Where the listener's time comes from (nanoseconds): injected, so tests need no sleep. */
-  private final LongSupplier ticker;
 
   private ObservationOnceListener(Builder b) {
     this.registry = b.registry;
     this.store = b.store;
     this.convention = b.convention;
     this.defaultConvention = new DefaultOnceObservationConvention(b.scopeTag);
-    this.ticker = b.ticker;
   }
 
   /** A builder observing into {@code registry}. */
@@ -155,119 +133,81 @@ public final class ObservationOnceListener implements OnceListener {
   }
 
   @Override
-  public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
-    if (registry.isNoop()) {
+  public void onCallStarted(Call call) {
+    if (!registry.isNoop()) {
+      calls.put(call.id(), new Tracked(registry.getCurrentObservation()));
+    }
+  }
+
+  @Override
+  public void onStoreCall(Call call, String operation, Duration elapsed, boolean succeeded) {
+    Tracked t = calls.get(call.id());
+    if (t != null) {
+      t.event(storeEvent(operation, elapsed, succeeded));
+    }
+  }
+
+  @Override
+  public void onCallAcquired(Call call, boolean takeover) {
+    Tracked t = calls.get(call.id());
+    if (t == null) {
       return;
     }
-    Calls t = calls.get();
-    Observation.Event event = storeEvent(operation, elapsed, succeeded);
-    if (operation.startsWith("claim")) {
-      t.afterFailure = false;
-      long now = ticker.getAsLong();
-      if (t.lastClaimFailed && now - t.lastClaimNanos > FAILED_CLAIM_STALE_NANOS) {
-        t.claims.clear();
+    synchronized (t) {
+      t.context = new OnceObservationContext(call.key(), call.token(), store,
+          takeover ? OnceObservations.TAKEOVER : OnceObservations.ACQUIRED);
+      t.observation = start(t.context, t);
+      if (takeover) {
+        t.observation.event(Observation.Event.of(OnceObservations.EVENT_TAKEOVER,
+            "took over a claim whose lease had passed"));
       }
-      if (t.claims.size() < MAX_CLAIM_EVENTS) {
-        t.claims.add(event);
+      t.claimed = new Claimed(call.key(), call.token());
+    }
+    running.put(t.claimed, t);
+  }
+
+  @Override
+  public void onCallEnded(Call call, CallOutcome outcome, Duration elapsed, Throwable failure) {
+    Tracked t = calls.remove(call.id());
+    if (t == null) {
+      return;
+    }
+    synchronized (t) {
+      String answer = switch (outcome) {
+        case REPLAYED -> OnceObservations.REPLAYED;
+        case IN_PROGRESS -> OnceObservations.IN_PROGRESS;
+        case MISMATCH -> OnceObservations.MISMATCH;
+        default -> null;
+      };
+      if (answer != null) {
+        start(new OnceObservationContext(call.key(), -1, store, answer), t).stop();
+        return;
       }
-      t.lastClaimNanos = now;
-      t.lastClaimFailed = !succeeded;
-      return;
+      if (t.observation == null) {
+        return; // never held the claim: no observation
+      }
+      running.remove(t.claimed, t);
+      t.context.outcome(switch (outcome) {
+        case COMPLETED -> OnceObservations.COMPLETED;
+        case NOT_STORED -> OnceObservations.NOT_STORED;
+        case FAILED -> OnceObservations.FAILED;
+        case FAILED_TERMINAL -> OnceObservations.FAILED_TERMINAL;
+        case LEASE_LOST -> OnceObservations.LEASE_LOST;
+        case OUTCOME_UNKNOWN -> OnceObservations.OUTCOME_UNKNOWN;
+        default -> OnceObservations.ABANDONED;
+      });
+      if (failure != null && outcome != CallOutcome.LEASE_LOST) {
+        t.observation.error(failure);
+      }
+      t.stopped = true;
+      t.observation.stop();
     }
-    if (t.afterFailure && (operation.equals("fail") || operation.equals("complete"))) {
-      // The write after a failure whose observation has ended; repeated until it succeeds.
-      t.afterFailure = !succeeded;
-      return;
-    }
-    t.afterFailure = false;
-    Running latest = t.latest();
-    if (latest != null) {
-      latest.observation.event(event);
-    }
-  }
-
-  @Override
-  public void onAcquired(IdempotencyKey key, long token, boolean takeover) {
-    if (registry.isNoop()) {
-      return;
-    }
-    Calls t = calls.get();
-    t.afterFailure = false;
-    Execution id = new Execution(key, token);
-    OnceObservationContext context = new OnceObservationContext(key, token, store,
-        takeover ? OnceObservations.TAKEOVER : OnceObservations.ACQUIRED);
-    Observation observation = start(context, t);
-    if (takeover) {
-      observation.event(Observation.Event.of(OnceObservations.EVENT_TAKEOVER,
-          "took over a claim whose lease had passed"));
-    }
-    if (t.executions.size() >= MAX_OPEN_PER_THREAD) {
-      Iterator<Running> oldest = t.executions.values().iterator();
-      Running abandoned = oldest.next();
-      oldest.remove();
-      stop(abandoned, OnceObservations.ABANDONED, null);
-    }
-    Running r = new Running(id, observation, context);
-    Running previous = t.executions.put(id, r);
-    if (previous != null) {
-      stop(previous, OnceObservations.ABANDONED, null);
-    }
-    running.put(id, r);
-  }
-
-  @Override
-  public void onReplayed(IdempotencyKey key) {
-    answer(key, OnceObservations.REPLAYED);
-  }
-
-  @Override
-  public void onInProgress(IdempotencyKey key) {
-    answer(key, OnceObservations.IN_PROGRESS);
-  }
-
-  @Override
-  public void onMismatch(IdempotencyKey key) {
-    answer(key, OnceObservations.MISMATCH);
-  }
-
-  @Override
-  public void onCompleted(IdempotencyKey key, long token, Duration elapsed) {
-    end(key, token, null, null);
-  }
-
-  @Override
-  public void onFailed(IdempotencyKey key, long token, Throwable failure, boolean terminal) {
-    if (end(key, token, terminal ? OnceObservations.FAILED_TERMINAL : OnceObservations.FAILED,
-        failure)) {
-      calls.get().afterFailure = true;
-    }
-  }
-
-  @Override
-  public void onLeaseLost(IdempotencyKey key, long token) {
-    if (!end(key, token, OnceObservations.LEASE_LOST, null)) {
-      // Told by a heartbeat: the work goes on, and ends on its own thread.
-      event(key, token, Observation.Event.of(OnceObservations.EVENT_LEASE_LOST,
-          "a heartbeat found the lease lost to another worker"));
-    }
-  }
-
-  @Override
-  public void onOutcomeUnknown(IdempotencyKey key, long token, Throwable storeFailure) {
-    end(key, token, OnceObservations.OUTCOME_UNKNOWN, storeFailure);
   }
 
   @Override
   public void onOutcomeNotStored(IdempotencyKey key, long token, Throwable cause) {
-    if (registry.isNoop()) {
-      return;
-    }
-    Running r = calls.get().executions.get(new Execution(key, token));
-    if (r != null) {
-      r.notStored = true;
-      r.observation.event(Observation.Event.of(OnceObservations.EVENT_NOT_STORED,
-          "result not stored: " + cause));
-    }
+    event(key, token, Observation.Event.of(OnceObservations.EVENT_NOT_STORED,
+        "result not stored: " + cause));
   }
 
   @Override
@@ -276,60 +216,41 @@ public final class ObservationOnceListener implements OnceListener {
         "heartbeat failed: " + error));
   }
 
-  /** A duplicate's answer: an observation that starts and stops at once. */
-  private void answer(IdempotencyKey key, String outcome) {
-    if (registry.isNoop()) {
+  @Override
+  public void onLeaseLost(IdempotencyKey key, long token) {
+    Tracked t = running.get(new Claimed(key, token));
+    if (t == null) {
       return;
     }
-    Calls t = calls.get();
-    t.afterFailure = false;
-    start(new OnceObservationContext(key, -1, store, outcome), t).stop();
+    synchronized (t) {
+      if (t.leaseLostTold) {
+        return;
+      }
+      t.leaseLostTold = true;
+    }
+    // Told by a heartbeat while the work goes on, or by the engine just before the call ends.
+    t.event(Observation.Event.of(OnceObservations.EVENT_LEASE_LOST,
+        "the lease was lost to another worker"));
   }
 
-  private Observation start(OnceObservationContext context, Calls t) {
+  private Observation start(OnceObservationContext context, Tracked t) {
     Observation observation = Observation.createNotStarted(convention, defaultConvention,
-        () -> context, registry).start();
-    for (Observation.Event claim : t.claims) {
-      observation.event(claim);
+        () -> context, registry);
+    if (t.parent != null) {
+      observation.parentObservation(t.parent);
     }
-    t.claims.clear();
-    t.lastClaimFailed = false;
+    observation.start();
+    for (Observation.Event early : t.early) {
+      observation.event(early);
+    }
+    t.early.clear();
     return observation;
   }
 
-  /**
-   * Ends the execution if this thread runs it; {@code outcome} null for a completion.
-   *
-   * @return whether it did
-   */
-  private boolean end(IdempotencyKey key, long token, String outcome, Throwable error) {
-    if (registry.isNoop()) {
-      return false;
-    }
-    Running r = calls.get().executions.remove(new Execution(key, token));
-    if (r == null) {
-      return false;
-    }
-    if (outcome == null) {
-      outcome = r.notStored ? OnceObservations.NOT_STORED : OnceObservations.COMPLETED;
-    }
-    stop(r, outcome, error);
-    return true;
-  }
-
-  private void stop(Running r, String outcome, Throwable error) {
-    running.remove(r.id, r);
-    r.context.outcome(outcome);
-    if (error != null) {
-      r.observation.error(error);
-    }
-    r.observation.stop();
-  }
-
   private void event(IdempotencyKey key, long token, Observation.Event event) {
-    Running r = running.get(new Execution(key, token));
-    if (r != null) {
-      r.observation.event(event);
+    Tracked t = running.get(new Claimed(key, token));
+    if (t != null) {
+      t.event(event);
     }
   }
 
@@ -352,7 +273,6 @@ public final class ObservationOnceListener implements OnceListener {
     private String store = OnceMetrics.DEFAULT_STORE;
     private OnceObservationConvention convention;
     private boolean scopeTag = true;
-    private LongSupplier ticker = System::nanoTime;
 
     private Builder(ObservationRegistry registry) {
       this.registry = Objects.requireNonNull(registry, "registry");
@@ -378,15 +298,6 @@ public final class ObservationOnceListener implements OnceListener {
      */
     public Builder convention(OnceObservationConvention convention) {
       this.convention = Objects.requireNonNull(convention, "convention");
-      return this;
-    }
-
-    /**
-     * Where the listener's time comes from, in nanoseconds as {@link System#nanoTime()} (the
-     * default): a test moves it instead of sleeping.
-     */
-    public Builder ticker(LongSupplier ticker) {
-      this.ticker = java.util.Objects.requireNonNull(ticker, "ticker");
       return this;
     }
 

@@ -86,6 +86,31 @@ class MicrometerOnceListenerTest {
   }
 
   @Test
+  void everyTimerReadsTheOncesTickerSoATestMovesTimeInsteadOfSleeping() {
+    java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
+    Once ticking = once.toBuilder().ticker(nanos::get).build();
+    ticking.execute(IdempotencyKey.of("payments", "ok"), Fingerprint.of("a"), Codecs.utf8(),
+        attempt -> {
+          nanos.addAndGet(Duration.ofMillis(30).toNanos());
+          return "v";
+        });
+    assertThatThrownBy(() -> ticking.execute(IdempotencyKey.of("payments", "bad"),
+        Fingerprint.of("a"), Codecs.utf8(), attempt -> {
+          nanos.addAndGet(Duration.ofMillis(70).toNanos());
+          throw new IllegalStateException("gateway down");
+        })).hasMessage("gateway down");
+
+    Timer completed = registry.find(OnceMetrics.EXECUTIONS)
+        .tag(OnceMetrics.TAG_RESULT, OnceMetrics.COMPLETED).timer();
+    Timer failed = registry.find(OnceMetrics.EXECUTIONS)
+        .tag(OnceMetrics.TAG_RESULT, OnceMetrics.FAILED).timer();
+    assertThat(completed.totalTime(TimeUnit.MILLISECONDS)).isEqualTo(30.0);
+    assertThat(failed.totalTime(TimeUnit.MILLISECONDS)).isEqualTo(70.0);
+    assertThat(registry.find(OnceMetrics.STORE_CALLS).tag(OnceMetrics.TAG_OPERATION, "claim")
+        .timer().totalTime(TimeUnit.NANOSECONDS)).isZero();
+  }
+
+  @Test
   void countsAcquisitionsCompletionsAndReplaysPerScope() {
     run("payments", "k1", "a");
     run("payments", "k1", "a");

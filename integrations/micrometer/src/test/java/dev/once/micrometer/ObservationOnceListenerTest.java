@@ -43,10 +43,7 @@ class ObservationOnceListenerTest {
   final Recorder recorder = new Recorder();
   final InMemoryStore store = new InMemoryStore();
   final ManualClock clock = new ManualClock();
-  /** The listener's time, moved by the tests (nanoseconds). */
-  final java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
-  final ObservationOnceListener listener = ObservationOnceListener.builder(registry).store(store)
-      .ticker(nanos::get).build();
+  final ObservationOnceListener listener = ObservationOnceListener.of(registry, store);
   final Once once = Once.builder(store).lease(LEASE).clock(clock).listener(listener)
       .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalArgumentException.class))
       .build();
@@ -237,30 +234,62 @@ class ObservationOnceListenerTest {
     recorder.only(OnceObservations.REPLAYED);
   }
 
+  /** A call as an engine tells it: a fresh id, the key, and once acquired its token. */
+  static OnceListener.Call call(long id, IdempotencyKey key, long token) {
+    return new OnceListener.Call(id, key, token, token < 0 ? 0 : 1);
+  }
+
   @Test
-  void executionsThatEndOutOfOrderAreMatchedByKeyAndToken() {
+  void executionsThatEndOutOfOrderAreMatchedByTheirCall() {
     // A Kafka batch: one claimAll, each record's work in turn, one completeAll, then the ends.
     IdempotencyKey first = IdempotencyKey.of("orders", "r1");
     IdempotencyKey second = IdempotencyKey.of("orders", "r2");
-    listener.onStoreCall("claimAll", Duration.ofMillis(2), true);
-    listener.onAcquired(first, 1, false);
-    listener.onAcquired(second, 1, false);
-    listener.onStoreCall("completeAll", Duration.ofMillis(3), true);
-    listener.onCompleted(first, 1, Duration.ofMillis(9));
-    listener.onCompleted(second, 1, Duration.ofMillis(8));
+    listener.onCallStarted(call(1, first, -1));
+    listener.onCallStarted(call(2, second, -1));
+    listener.onStoreCall(call(1, first, -1), "claimAll", Duration.ofMillis(2), true);
+    listener.onStoreCall(call(2, second, -1), "claimAll", Duration.ofMillis(2), true);
+    listener.onCallAcquired(call(1, first, 1), false);
+    listener.onCallAcquired(call(2, second, 1), false);
+    listener.onStoreCall(call(2, second, 1), "completeAll", Duration.ofMillis(3), true);
+    listener.onCallEnded(call(2, second, 1), OnceListener.CallOutcome.COMPLETED,
+        Duration.ofMillis(8), null);
+    listener.onCallEnded(call(1, first, 1), OnceListener.CallOutcome.FAILED,
+        Duration.ofMillis(9), new IllegalStateException("r1 failed"));
 
-    assertThat(registry).hasNumberOfObservationsWithNameEqualTo(OnceObservations.EXECUTION, 2)
-        .forAllObservationsWithNameEqualTo(OnceObservations.EXECUTION, observation -> observation
-            .hasLowCardinalityKeyValue(OnceObservations.OUTCOME, OnceObservations.COMPLETED));
-    assertThat(Recorder.events(recorder.contexts.get(0))).containsExactly("claimAll");
-    assertThat(Recorder.events(recorder.contexts.get(1))).containsExactly("completeAll");
+    assertThat(registry).hasNumberOfObservationsWithNameEqualTo(OnceObservations.EXECUTION, 2);
+    OnceObservationContext r1 = recorder.only(OnceObservations.FAILED);
+    assertThat(r1.key()).isEqualTo(first);
+    assertThat(r1.getError()).hasMessage("r1 failed");
+    assertThat(Recorder.events(r1)).containsExactly("claimAll");
+    OnceObservationContext r2 = recorder.only(OnceObservations.COMPLETED);
+    assertThat(r2.key()).isEqualTo(second);
+    assertThat(Recorder.events(r2)).containsExactly("claimAll", "completeAll");
+  }
+
+  @Test
+  void everyMessageOfABatchIsAnObservationWithTheBatchStoreCallsAsEvents() {
+    dev.once.batch.BatchExecutor<String> executor = dev.once.batch.BatchExecutor
+        .<String>builder(once, (message, attempt) -> { }).scope("orders").key(m -> m).build();
+
+    Observation.createNotStarted("kafka.receive", registry)
+        .observe(() -> executor.process(List.of("r1", "r2")));
+
+    assertThat(registry).hasNumberOfObservationsWithNameEqualTo(OnceObservations.EXECUTION, 2);
+    assertThat(recorder.contexts).hasSize(2);
+    for (OnceObservationContext message : recorder.contexts) {
+      assertThat(message.outcome()).isEqualTo(OnceObservations.COMPLETED);
+      assertThat(message.getParentObservation().getContextView().getName())
+          .isEqualTo("kafka.receive");
+      assertThat(Recorder.events(message)).containsExactly("claimAll", "completeAll");
+    }
   }
 
   @Test
   void heartbeatEventsFromAnotherThreadReachTheRunningExecution() throws Exception {
     IdempotencyKey key = IdempotencyKey.of("payments", "k1");
-    listener.onStoreCall("claim", Duration.ofMillis(1), true);
-    listener.onAcquired(key, 7, false);
+    listener.onCallStarted(call(1, key, -1));
+    listener.onStoreCall(call(1, key, -1), "claim", Duration.ofMillis(1), true);
+    listener.onCallAcquired(call(1, key, 7), false);
     Thread beat = new Thread(() -> {
       listener.onStoreCall("extend", Duration.ofMillis(1), false);
       listener.onHeartbeatFailed(key, 7, new IllegalStateException("store down"));
@@ -271,6 +300,8 @@ class ObservationOnceListenerTest {
     OnceObservationContext running = recorder.contexts.get(0);
     assertThat(running.outcome()).isEqualTo(OnceObservations.ACQUIRED);
     listener.onLeaseLost(key, 7);
+    listener.onCallEnded(call(1, key, 7), OnceListener.CallOutcome.LEASE_LOST,
+        Duration.ofMillis(5), null);
 
     assertThat(running.outcome()).isEqualTo(OnceObservations.LEASE_LOST);
     assertThat(Recorder.events(running))
@@ -280,10 +311,14 @@ class ObservationOnceListenerTest {
 
   @Test
   void aClaimThatFailsMakesNoObservationAndIsNotCarriedToTheNextCall() {
-    listener.onStoreCall("claim", Duration.ofMillis(1), false); // the store was down: it threw
-    nanos.addAndGet(Duration.ofMillis(1100).toNanos()); // the next call comes later
-    run("k1", "a");
+    IdempotencyKey key = IdempotencyKey.of("payments", "k0");
+    listener.onCallStarted(call(1, key, -1));
+    listener.onStoreCall(call(1, key, -1), "claim", Duration.ofMillis(1), false); // store down
+    listener.onCallEnded(call(1, key, -1), OnceListener.CallOutcome.NOT_RUN,
+        Duration.ofMillis(1), new IllegalStateException("store down"));
+    run("k1", "a"); // the next call, on the same thread, at once: no time needs to pass
 
+    assertThat(registry).hasNumberOfObservationsWithNameEqualTo(OnceObservations.EXECUTION, 1);
     assertThat(Recorder.events(recorder.only(OnceObservations.COMPLETED)))
         .containsExactly("claim", "complete");
   }
@@ -292,12 +327,36 @@ class ObservationOnceListenerTest {
   void aClaimRetriedAtOnceIsPartOfTheSameCall() {
     // TransactionalOnce retries a claim that hit a deadlock, then answers.
     IdempotencyKey key = IdempotencyKey.of("payments", "k1");
-    listener.onStoreCall("claim", Duration.ofMillis(1), false);
-    listener.onStoreCall("claim", Duration.ofMillis(1), true);
-    listener.onInProgress(key);
+    listener.onCallStarted(call(1, key, -1));
+    listener.onStoreCall(call(1, key, -1), "claim", Duration.ofMillis(1), false);
+    listener.onStoreCall(call(1, key, -1), "claim", Duration.ofMillis(1), true);
+    listener.onCallEnded(call(1, key, -1), OnceListener.CallOutcome.IN_PROGRESS,
+        Duration.ofMillis(2), null);
 
     assertThat(Recorder.events(recorder.only(OnceObservations.IN_PROGRESS)))
         .containsExactly("claim", "claim");
+  }
+
+  @Test
+  void aCallThatHeldItsClaimAndEndedWithoutAnOutcomeIsAbandoned() {
+    IdempotencyKey key = IdempotencyKey.of("orders", "r1");
+    listener.onCallStarted(call(1, key, -1));
+    listener.onCallAcquired(call(1, key, 3), false);
+    listener.onCallEnded(call(1, key, 3), OnceListener.CallOutcome.NOT_RUN, Duration.ZERO, null);
+
+    assertThat(recorder.only(OnceObservations.ABANDONED).token()).isEqualTo(3);
+    assertThat(registry).hasSingleObservationThat().hasBeenStopped();
+  }
+
+  @Test
+  void eventsOfACallNeverStartedAreIgnored() {
+    IdempotencyKey key = IdempotencyKey.of("orders", "r1");
+    listener.onStoreCall(call(9, key, -1), "claim", Duration.ZERO, true);
+    listener.onCallAcquired(call(9, key, 1), false);
+    listener.onCallEnded(call(9, key, 1), OnceListener.CallOutcome.COMPLETED, Duration.ZERO, null);
+    listener.onHeartbeatFailed(key, 1, new IllegalStateException("x"));
+
+    assertThat(registry).doesNotHaveAnyObservation();
   }
 
   @Test

@@ -117,6 +117,8 @@ public final class IdempotencyFilter implements Filter {
   private static final RepeatedFailureLog OUTAGES = RepeatedFailureLog.of(LOG);
   private static final String HANDLED_ATTRIBUTE = IdempotencyFilter.class.getName() + ".handled";
 
+  /** The settings, as built; the fields below are derived from them once. */
+  private final Config config;
   private final Once once;
   private final Set<String> methods;
   private final PathPatterns paths;
@@ -132,22 +134,22 @@ public final class IdempotencyFilter implements Filter {
   private final int maxResponseBytes;
   private final Duration retryAfter;
 
-  private IdempotencyFilter(Builder b) {
-    this.once = withReleasableClaims(b.once);
-    this.methods = Set.copyOf(b.methods);
-    this.paths = PathPatterns.of(b.paths);
-    this.excludedPaths = PathPatterns.of(b.excludedPaths);
-    this.scope = b.scope;
-    this.tenantResolver = b.tenantResolver;
-    this.keyHeader = b.keyHeader;
-    this.keyRequired = b.keyRequired;
-    this.replayHeaders = List.copyOf(b.replayHeaders);
-    this.neverStored = b.neverStored();
-    this.storeServerErrors = b.storeServerErrors;
-    this.maxRequestBytes = b.maxRequestBytes;
-    this.maxResponseBytes = b.maxResponseBytes != null ? b.maxResponseBytes
-        : once.config().maxPayloadBytes();
-    this.retryAfter = b.retryAfter;
+  private IdempotencyFilter(Config config) {
+    this.config = config;
+    this.once = withReleasableClaims(config.once);
+    this.methods = Set.copyOf(config.methods);
+    this.paths = PathPatterns.of(config.paths);
+    this.excludedPaths = PathPatterns.of(config.excludedPaths);
+    this.scope = config.scope;
+    this.tenantResolver = config.tenantResolver;
+    this.keyHeader = config.keyHeader;
+    this.keyRequired = config.keyRequired;
+    this.replayHeaders = config.replayHeaders;
+    this.neverStored = config.neverStored();
+    this.storeServerErrors = config.storeServerErrors;
+    this.maxRequestBytes = config.maxRequestBytes;
+    this.maxResponseBytes = config.maxResponseBytes();
+    this.retryAfter = config.retryAfter;
   }
 
   /**
@@ -165,7 +167,21 @@ public final class IdempotencyFilter implements Filter {
 
   /** A builder for a filter running requests through {@code once} (any store, lease mode). */
   public static Builder builder(Once once) {
-    return new Builder(once);
+    return new Builder(new Config(Objects.requireNonNull(once, "once")));
+  }
+
+  /**
+   * A builder holding every setting of this filter, to build a variant of it (another scope,
+   * other paths) without copying the settings one by one, so a setting added later is carried
+   * over too.
+   */
+  public Builder toBuilder() {
+    return new Builder(config);
+  }
+
+  /** The settings this filter was built with. */
+  public Config config() {
+    return config;
   }
 
   /**
@@ -463,6 +479,140 @@ public final class IdempotencyFilter implements Filter {
   }
 
   /**
+   * The settings of one {@link IdempotencyFilter}, fixed at {@link Builder#build()}. Read-only: it
+   * has getters and no public constructor (build settings with {@link Builder}; derive a variant
+   * with {@link #toBuilder()}).
+   */
+  public static final class Config {
+    // Each setting is a field here with its default, a line in the copy constructor, a getter
+    // below and a setter on the Builder: nothing else. The builder edits a Config of its own;
+    // build() and toBuilder() copy it whole (ConfigTest checks that no field is left out).
+    Once once;
+    List<String> methods = DEFAULT_METHODS;
+    List<String> paths = List.of("/**");
+    List<String> excludedPaths = List.of();
+    String scope = DEFAULT_SCOPE;
+    TenantResolver tenantResolver = TenantResolver.none();
+    String keyHeader = IDEMPOTENCY_KEY_HEADER;
+    boolean keyRequired = true;
+    List<String> replayHeaders = DEFAULT_REPLAY_HEADERS;
+    List<String> extraNeverStored = List.of();
+    boolean storeServerErrors;
+    int maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
+    /** Null: the Once's payload bound. */
+    Integer maxResponseBytes;
+    Duration retryAfter = DEFAULT_RETRY_AFTER;
+
+    private Config(Once once) {
+      this.once = once;
+    }
+
+    /** A copy of every setting (all are immutable values). */
+    private Config(Config c) {
+      this.once = c.once;
+      this.methods = c.methods;
+      this.paths = c.paths;
+      this.excludedPaths = c.excludedPaths;
+      this.scope = c.scope;
+      this.tenantResolver = c.tenantResolver;
+      this.keyHeader = c.keyHeader;
+      this.keyRequired = c.keyRequired;
+      this.replayHeaders = c.replayHeaders;
+      this.extraNeverStored = c.extraNeverStored;
+      this.storeServerErrors = c.storeServerErrors;
+      this.maxRequestBytes = c.maxRequestBytes;
+      this.maxResponseBytes = c.maxResponseBytes;
+      this.retryAfter = c.retryAfter;
+    }
+
+    /** The {@link Once} requests run through, as given to {@link #builder}. */
+    public Once once() {
+      return once;
+    }
+
+    /** The HTTP methods protected, upper-case. */
+    public List<String> methods() {
+      return methods;
+    }
+
+    /** The path patterns protected. */
+    public List<String> paths() {
+      return paths;
+    }
+
+    /** The path patterns left unprotected. */
+    public List<String> excludedPaths() {
+      return excludedPaths;
+    }
+
+    /** The scope of every key this filter claims. */
+    public String scope() {
+      return scope;
+    }
+
+    /** Who the caller is. */
+    public TenantResolver tenantResolver() {
+      return tenantResolver;
+    }
+
+    /** The request header carrying the key. */
+    public String keyHeader() {
+      return keyHeader;
+    }
+
+    /** Whether a protected request without a key is refused. */
+    public boolean keyRequired() {
+      return keyRequired;
+    }
+
+    /** The response headers stored and replayed. */
+    public List<String> replayHeaders() {
+      return replayHeaders;
+    }
+
+    /**
+     * The headers never stored nor replayed, lower-case: {@link #ALWAYS_EXCLUDED_HEADERS} and
+     * those of {@link Builder#neverStoreHeaders}.
+     */
+    public Set<String> neverStored() {
+      Set<String> names = new LinkedHashSet<>();
+      ALWAYS_EXCLUDED_HEADERS.forEach(n -> names.add(n.toLowerCase(Locale.ROOT)));
+      extraNeverStored.forEach(n -> names.add(n.toLowerCase(Locale.ROOT)));
+      return Set.copyOf(names);
+    }
+
+    /** Whether responses with status 500 and above are stored and replayed. */
+    public boolean storeServerErrors() {
+      return storeServerErrors;
+    }
+
+    /** The largest request body read and fingerprinted. */
+    public int maxRequestBytes() {
+      return maxRequestBytes;
+    }
+
+    /** The largest response body stored: as set, else the {@link Once}'s payload bound. */
+    public int maxResponseBytes() {
+      return maxResponseBytes != null ? maxResponseBytes : once.config().maxPayloadBytes();
+    }
+
+    /** How long a 409 asks the client to wait at most. */
+    public Duration retryAfter() {
+      return retryAfter;
+    }
+
+    @Override
+    public String toString() {
+      return "IdempotencyFilter.Config[methods=" + methods + ", paths=" + paths
+          + ", excludePaths=" + excludedPaths + ", scope=" + scope + ", keyHeader=" + keyHeader
+          + ", keyRequired=" + keyRequired + ", replayHeaders=" + replayHeaders
+          + ", neverStoreHeaders=" + extraNeverStored + ", storeServerErrors="
+          + storeServerErrors + ", maxRequestBytes=" + maxRequestBytes + ", maxResponseBytes="
+          + maxResponseBytes() + ", retryAfter=" + retryAfter + "]";
+    }
+  }
+
+  /**
    * Configures an {@link IdempotencyFilter}. Every setter validates at once; defaults: methods
    * POST and PATCH, every path, scope {@value #DEFAULT_SCOPE}, one shared tenant, header
    * {@value #IDEMPOTENCY_KEY_HEADER} required, {@link #DEFAULT_REPLAY_HEADERS}, 5xx not stored,
@@ -471,23 +621,10 @@ public final class IdempotencyFilter implements Filter {
    * {@link Once}'s.
    */
   public static final class Builder {
-    private final Once once;
-    private List<String> methods = DEFAULT_METHODS;
-    private List<String> paths = List.of("/**");
-    private List<String> excludedPaths = List.of();
-    private String scope = DEFAULT_SCOPE;
-    private TenantResolver tenantResolver = TenantResolver.none();
-    private String keyHeader = IDEMPOTENCY_KEY_HEADER;
-    private boolean keyRequired = true;
-    private List<String> replayHeaders = DEFAULT_REPLAY_HEADERS;
-    private List<String> extraNeverStored = List.of();
-    private boolean storeServerErrors;
-    private int maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES;
-    private Integer maxResponseBytes;
-    private Duration retryAfter = DEFAULT_RETRY_AFTER;
+    private final Config config;
 
-    private Builder(Once once) {
-      this.once = Objects.requireNonNull(once, "once");
+    private Builder(Config config) {
+      this.config = new Config(config);
     }
 
     /** The HTTP methods protected (case-insensitive, stored upper-case); default POST, PATCH. */
@@ -509,7 +646,7 @@ public final class IdempotencyFilter implements Filter {
       if (upper.isEmpty()) {
         throw new IllegalArgumentException("protect at least one method");
       }
-      this.methods = List.copyOf(upper);
+      config.methods = List.copyOf(upper);
       return this;
     }
 
@@ -529,7 +666,7 @@ public final class IdempotencyFilter implements Filter {
         throw new IllegalArgumentException("protect at least one path pattern");
       }
       copy.forEach(PathPatterns::validate);
-      this.paths = copy;
+      config.paths = copy;
       return this;
     }
 
@@ -542,7 +679,7 @@ public final class IdempotencyFilter implements Filter {
     public Builder excludePaths(Collection<String> patterns) {
       List<String> copy = List.copyOf(patterns);
       copy.forEach(PathPatterns::validate);
-      this.excludedPaths = copy;
+      config.excludedPaths = copy;
       return this;
     }
 
@@ -553,13 +690,13 @@ public final class IdempotencyFilter implements Filter {
      */
     public Builder scope(String scope) {
       IdempotencyKey.of(Objects.requireNonNull(scope, "scope"), "probe");
-      this.scope = scope;
+      config.scope = scope;
       return this;
     }
 
     /** Who the caller is, so tenants never share records. Default {@link TenantResolver#none()}. */
     public Builder tenantResolver(TenantResolver resolver) {
-      this.tenantResolver = Objects.requireNonNull(resolver, "resolver");
+      config.tenantResolver = Objects.requireNonNull(resolver, "resolver");
       return this;
     }
 
@@ -569,7 +706,7 @@ public final class IdempotencyFilter implements Filter {
       if (name.isEmpty() || !name.chars().allMatch(Builder::isTokenChar)) {
         throw new IllegalArgumentException("not a header name: '" + name + "'");
       }
-      this.keyHeader = name;
+      config.keyHeader = name;
       return this;
     }
 
@@ -578,7 +715,7 @@ public final class IdempotencyFilter implements Filter {
      * application unprotected, for a gradual rollout.
      */
     public Builder keyRequired(boolean required) {
-      this.keyRequired = required;
+      config.keyRequired = required;
       return this;
     }
 
@@ -608,7 +745,7 @@ public final class IdempotencyFilter implements Filter {
           copy.add(name);
         }
       }
-      this.replayHeaders = List.copyOf(copy);
+      config.replayHeaders = List.copyOf(copy);
       return this;
     }
 
@@ -628,7 +765,7 @@ public final class IdempotencyFilter implements Filter {
           throw new IllegalArgumentException("not a header name: '" + name + "'");
         }
       }
-      this.extraNeverStored = copy;
+      config.extraNeverStored = copy;
       return this;
     }
 
@@ -637,13 +774,13 @@ public final class IdempotencyFilter implements Filter {
      * than releasing the key for a retry (the default).
      */
     public Builder storeServerErrors(boolean store) {
-      this.storeServerErrors = store;
+      config.storeServerErrors = store;
       return this;
     }
 
     /** The largest request body read and fingerprinted, default 1 MiB; larger ones get 413. */
     public Builder maxRequestBytes(int bytes) {
-      this.maxRequestBytes = Checks.positive(bytes, "maxRequestBytes");
+      config.maxRequestBytes = Checks.positive(bytes, "maxRequestBytes");
       return this;
     }
 
@@ -656,7 +793,7 @@ public final class IdempotencyFilter implements Filter {
      * (a warning is logged).
      */
     public Builder maxResponseBytes(int bytes) {
-      this.maxResponseBytes = Checks.positive(bytes, "maxResponseBytes");
+      config.maxResponseBytes = Checks.positive(bytes, "maxResponseBytes");
       return this;
     }
 
@@ -665,7 +802,7 @@ public final class IdempotencyFilter implements Filter {
      * never more than the original's lease has left. Default 1 s.
      */
     public Builder retryAfter(Duration wait) {
-      this.retryAfter = Checks.positive(wait, "retryAfter");
+      config.retryAfter = Checks.positive(wait, "retryAfter");
       return this;
     }
 
@@ -675,20 +812,13 @@ public final class IdempotencyFilter implements Filter {
      * @throws IllegalArgumentException if a replayed header is also one never stored
      */
     public IdempotencyFilter build() {
-      Set<String> never = neverStored();
-      for (String name : replayHeaders) {
+      Set<String> never = config.neverStored();
+      for (String name : config.replayHeaders) {
         if (never.contains(name.toLowerCase(Locale.ROOT))) {
           throw new IllegalArgumentException(name + " is both replayed and never stored");
         }
       }
-      return new IdempotencyFilter(this);
-    }
-
-    private Set<String> neverStored() {
-      Set<String> names = new LinkedHashSet<>();
-      ALWAYS_EXCLUDED_HEADERS.forEach(n -> names.add(n.toLowerCase(Locale.ROOT)));
-      extraNeverStored.forEach(n -> names.add(n.toLowerCase(Locale.ROOT)));
-      return Set.copyOf(names);
+      return new IdempotencyFilter(new Config(config));
     }
 
     private static boolean containsIgnoreCase(List<String> names, String name) {

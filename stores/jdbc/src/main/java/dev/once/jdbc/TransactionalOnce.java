@@ -210,6 +210,7 @@ public final class TransactionalOnce {
     private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
     private Duration lockWait = DEFAULT_LOCK_WAIT;
     private OnceListener listener;
+    private java.util.function.LongSupplier ticker = System::nanoTime;
 
     private Builder(JdbcStore store) {
       this.store = Objects.requireNonNull(store, "store");
@@ -271,11 +272,21 @@ public final class TransactionalOnce {
       return this;
     }
 
+    /**
+     * Where the durations told to the listener come from, in nanoseconds as
+     * {@link System#nanoTime()} (the default), as {@code Once.Builder.ticker}: a test moves it
+     * instead of sleeping.
+     */
+    public Builder ticker(java.util.function.LongSupplier ticker) {
+      this.ticker = Objects.requireNonNull(ticker, "ticker");
+      return this;
+    }
+
     /** A {@link TransactionalOnce} with these settings. */
     public TransactionalOnce build() {
       int payloadLimit = Math.min(maxPayloadBytes, store.maxPayloadBytes());
       return new TransactionalOnce(store, lockWait, new TransactionalEngine.Settings(retention,
-          failurePolicy, clock, payloadLimit, lockWait, listener));
+          failurePolicy, clock, payloadLimit, lockWait, listener, ticker));
     }
   }
 }

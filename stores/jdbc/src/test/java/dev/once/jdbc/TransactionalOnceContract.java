@@ -844,6 +844,58 @@ abstract class TransactionalOnceContract {
   }
 
   @Test
+  void eachCallIsToldAsAPairCarryingTheCallTimedOnTheTicker() throws Exception {
+    List<String> events = new CopyOnWriteArrayList<>();
+    java.util.concurrent.atomic.AtomicLong nanos = new java.util.concurrent.atomic.AtomicLong();
+    List<Long> ids = new CopyOnWriteArrayList<>();
+    OnceListener listener = new OnceListener() {
+      String id(Call call) {
+        if (!ids.contains(call.id())) {
+          ids.add(call.id());
+        }
+        return "c" + (ids.indexOf(call.id()) + 1);
+      }
+
+      @Override
+      public void onCallStarted(Call call) {
+        events.add(id(call) + " started token=" + call.token());
+      }
+
+      @Override
+      public void onStoreCall(Call call, String operation, Duration elapsed, boolean ok) {
+        events.add(id(call) + " " + operation + (ok ? "" : "!"));
+      }
+
+      @Override
+      public void onCallAcquired(Call call, boolean takeover) {
+        events.add(id(call) + " acquired attempt=" + call.attempt());
+      }
+
+      @Override
+      public void onCallEnded(Call call, CallOutcome outcome, Duration elapsed, Throwable f) {
+        events.add(id(call) + " " + outcome + " " + elapsed.toMillis() + "ms");
+      }
+    };
+    TransactionalOnce once = once().listener(listener).ticker(nanos::get).build();
+    IdempotencyKey key = key("call-scoped");
+
+    once.call(key, FP, Codecs.utf8(), tx -> {
+      nanos.addAndGet(Duration.ofMillis(40).toNanos());
+      return book(tx);
+    });
+    once.call(key, FP, Codecs.utf8(), this::book);
+    catchThrowable(() -> once.call(key("call-scoped-failing"), FP, Codecs.utf8(), tx -> {
+      throw new IOException("x");
+    }));
+
+    assertThat(events).containsExactly(
+        "c1 started token=-1", "c1 claim", "c1 acquired attempt=1", "c1 complete",
+        "c1 COMPLETED 40ms",
+        "c2 started token=-1", "c2 claim", "c2 REPLAYED 0ms",
+        "c3 started token=-1", "c3 claim", "c3 acquired attempt=1", "c3 FAILED 0ms");
+  }
+
+  @Test
   void theBuilderRefusesNonsense() {
     TransactionalOnce.Builder builder = once();
     assertThatThrownBy(() -> builder.lockWait(Duration.ofMillis(-1)))

@@ -21,7 +21,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
-import java.util.function.Consumer;
 import javax.sql.DataSource;
 
 /**
@@ -64,9 +63,11 @@ public final class TransactionalEngine {
    * @param maxPayloadBytes the largest outcome stored
    * @param lockWait        how long a duplicate waits for the key's row lock
    * @param listener        who observes, or null
+   * @param ticker          where the durations told to the listener come from (nanoseconds)
    */
   public record Settings(Duration retention, FailurePolicy failurePolicy, Clock clock,
-      int maxPayloadBytes, Duration lockWait, OnceListener listener) {}
+      int maxPayloadBytes, Duration lockWait, OnceListener listener,
+      java.util.function.LongSupplier ticker) {}
 
   private final DataSource dataSource;
   private final Dialect dialect;
@@ -100,15 +101,35 @@ public final class TransactionalEngine {
   /** Runs {@code work} in a transaction of our own on a connection of the store's DataSource. */
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, TxWork<T, X> work) throws X {
+    TxCall events = TxCall.start(listener, settings.ticker(), key);
+    try {
+      return callOwn(events, key, fingerprint, codec, work);
+    } catch (Throwable t) {
+      endCall(events, t);
+      throw t;
+    }
+  }
+
+  /**
+   * Ends the call with {@code t} unless an event ended it already (the work's failure, an
+   * answer): not run if it never held the claim, else in error.
+   */
+  private static void endCall(TxCall events, Throwable t) {
+    events.end(events.acquired() ? OnceListener.CallOutcome.ERROR
+        : OnceListener.CallOutcome.NOT_RUN, t);
+  }
+
+  private <T, X extends Exception> Result<T> callOwn(TxCall events, IdempotencyKey key,
+      Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work) throws X {
     Connection c;
     try {
       c = dataSource.getConnection();
     } catch (SQLException e) {
       throw unavailable("claim on " + key, e);
     }
-    Own scope = new Own(c);
+    Own scope = new Own(c, events);
     try {
-      long started = System.nanoTime();
+      long started = settings.ticker().getAsLong();
       Result<T> answered = readFirst(scope, key, fingerprint, codec, started);
       if (answered != null) {
         return answered;
@@ -149,7 +170,7 @@ public final class TransactionalEngine {
       }
       current = dialect.read(s.c, key);
     } catch (SQLException e) {
-      storeCall("claim", started, false);
+      storeCall(s, "claim", started, false);
       throw unavailable("claim on " + key, e);
     }
     if (current == null) {
@@ -160,13 +181,24 @@ public final class TransactionalEngine {
       return null;
     }
     claimOrder.record(true);
-    storeCall("claim", started, true);
-    return decision.claim().answer(key, codec, settings.clock(), listener);
+    storeCall(s, "claim", started, true);
+    return decision.claim().answer(key, codec, settings.clock(), s.events);
   }
 
   /** Runs {@code work} in the caller's ongoing transaction on {@code c}. */
   public <T, X extends Exception> Result<T> callIn(Connection c, IdempotencyKey key,
       Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work) throws X {
+    TxCall events = TxCall.start(listener, settings.ticker(), key);
+    try {
+      return callJoined(events, c, key, fingerprint, codec, work);
+    } catch (Throwable t) {
+      endCall(events, t);
+      throw t;
+    }
+  }
+
+  private <T, X extends Exception> Result<T> callJoined(TxCall events, Connection c,
+      IdempotencyKey key, Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work) throws X {
     boolean autoCommit;
     try {
       autoCommit = c.getAutoCommit();
@@ -178,10 +210,10 @@ public final class TransactionalEngine {
           + " connection is in autocommit mode: begin a transaction first (setAutoCommit(false),"
           + " or a Spring-managed transaction), or use call(...) to run in one of our own");
     }
-    Joined scope = new Joined(c);
+    Joined scope = new Joined(c, events);
     scope.before = sql.savepointName(TxSql.BEFORE);
     scope.after = terminalPossible ? sql.savepointName(TxSql.AFTER) : null;
-    return run(scope, key, fingerprint, codec, work, System.nanoTime());
+    return run(scope, key, fingerprint, codec, work, settings.ticker().getAsLong());
   }
 
   // ----------------------------------------------------------------------------------------------
@@ -195,17 +227,17 @@ public final class TransactionalEngine {
     for (int attempt = 1; ; attempt++) {
       ClaimRequest request = JdbcEngine.normalize(new ClaimRequest(key, fingerprint,
           settings.clock().instant(), LEASE, settings.retention()));
-      long started = attempt == 1 ? claimStarted : System.nanoTime();
+      long started = attempt == 1 ? claimStarted : settings.ticker().getAsLong();
       try {
         s.begin();
         claim = claim(s, request);
-        storeCall("claim", started, true);
+        storeCall(s, "claim", started, true);
         break;
       } catch (SQLException e) {
-        storeCall("claim", started, false);
+        storeCall(s, "claim", started, false);
         s.undo(e);
         if (sql.isLockTimeout(e) && !(s.broken && s instanceof Joined)) {
-          notify(l -> l.onInProgress(key));
+          s.events.onInProgress(key);
           RequestInProgressException busy =
               new RequestInProgressException(key, request.now(), RETRY_AFTER);
           busy.initCause(e);
@@ -217,19 +249,19 @@ public final class TransactionalEngine {
         }
         throw unavailable(s, "claim on " + key, e);
       } catch (RuntimeException | Error e) {
-        storeCall("claim", started, false);
+        storeCall(s, "claim", started, false);
         s.undo(e);
         throw e;
       }
     }
     if (!(claim instanceof Claim.Acquired acquired)) {
       s.endUnchanged(key);
-      return claim.answer(key, codec, settings.clock(), listener);
+      return claim.answer(key, codec, settings.clock(), s.events);
     }
 
     long token = acquired.token();
-    notify(l -> l.onAcquired(key, token, acquired.takeover()));
-    long started = System.nanoTime();
+    s.events.acquired(acquired);
+    long started = settings.ticker().getAsLong();
     T value;
     try {
       value = work.run(s.c, key, token);
@@ -248,8 +280,8 @@ public final class TransactionalEngine {
       s.undo(e);
       throw e;
     }
-    Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
-    notify(l -> l.onCompleted(key, token, elapsed));
+    Duration elapsed = Duration.ofNanos(settings.ticker().getAsLong() - started);
+    s.events.onCompleted(key, token, elapsed);
     return new Result<>(value, false, token);
   }
 
@@ -263,7 +295,7 @@ public final class TransactionalEngine {
       T value) {
     try {
       return Outcome.encodeOrNotStored(codec, value, settings.maxPayloadBytes(), key,
-          e -> notify(l -> l.onOutcomeNotStored(key, token, e)));
+          e -> s.events.onOutcomeNotStored(key, token, e));
     } catch (VirtualMachineError e) {
       s.undo(e);
       throw e;
@@ -304,7 +336,7 @@ public final class TransactionalEngine {
       throws SQLException {
     Instant now = EpochMicros.floor(settings.clock().instant());
     long expiresAt = EpochMicros.of(now.plus(EpochMicros.floor(settings.retention())));
-    long started = System.nanoTime();
+    long started = settings.ticker().getAsLong();
     boolean ok = false;
     s.committing = true;
     try {
@@ -319,14 +351,14 @@ public final class TransactionalEngine {
       }
       ok = true;
     } finally {
-      storeCall("complete", started, ok);
+      storeCall(s, "complete", started, ok);
     }
   }
 
   /** A failure of the logic: terminal ones are stored, the rest roll everything back. */
   private void recordFailure(Scope s, IdempotencyKey key, long token, Throwable failure) {
     boolean terminal = s.after != null && settings.failurePolicy().isTerminal(failure);
-    notify(l -> l.onFailed(key, token, failure, terminal));
+    s.events.onFailed(key, token, failure, terminal);
     if (!terminal) {
       s.undo(failure);
       return;
@@ -356,9 +388,12 @@ public final class TransactionalEngine {
     boolean broken;
     /** The completion (and with it, in our own transaction, the commit) is under way. */
     boolean committing;
+    /** The listener as this call sees it. */
+    final TxCall events;
 
-    Scope(Connection c) {
+    Scope(Connection c, TxCall events) {
       this.c = c;
+      this.events = events;
     }
 
     /** Starts (again) what the claim runs in. */
@@ -383,8 +418,8 @@ public final class TransactionalEngine {
     /** Begun and neither committed nor rolled back. */
     boolean open;
 
-    Own(Connection c) {
-      super(c);
+    Own(Connection c, TxCall events) {
+      super(c, events);
     }
 
     @Override
@@ -452,8 +487,8 @@ public final class TransactionalEngine {
 
   /** The caller's transaction: savepoints instead of commit and rollback. */
   private final class Joined extends Scope {
-    Joined(Connection c) {
-      super(c);
+    Joined(Connection c, TxCall events) {
+      super(c, events);
     }
 
     @Override
@@ -525,18 +560,13 @@ public final class TransactionalEngine {
         mayHaveBeenApplied);
   }
 
-  private void storeCall(String operation, long startedNanos, boolean ok) {
+  private void storeCall(Scope s, String operation, long startedNanos, boolean ok) {
     if (listener != null) {
-      Duration elapsed = Duration.ofNanos(System.nanoTime() - startedNanos);
-      notify(l -> l.onStoreCall(operation, elapsed, ok));
+      Duration elapsed = Duration.ofNanos(settings.ticker().getAsLong() - startedNanos);
+      s.events.onStoreCall(operation, elapsed, ok);
     }
   }
 
-  private void notify(Consumer<OnceListener> event) {
-    if (listener != null) {
-      event.accept(listener);
-    }
-  }
 
   /**
    * Rethrows what the work threw, unwrapped: only its declared {@code X}, unchecked exceptions
