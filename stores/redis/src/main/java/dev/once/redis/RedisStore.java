@@ -288,6 +288,7 @@ public final class RedisStore implements IdempotencyStore {
           switches.close();
           shutdown(owned, resources);
         });
+        switches.listen(); // now, not at the first call: a switch before it counts too
         return connector[0];
       } catch (IllegalArgumentException e) {
         resources.shutdown(0, 2, TimeUnit.SECONDS);

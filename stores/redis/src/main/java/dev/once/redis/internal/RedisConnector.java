@@ -33,6 +33,8 @@ public final class RedisConnector implements AutoCloseable {
   private volatile RedisAccess access;
   /** The attempt in progress, or the last one; guarded by {@code this}. */
   private CompletableFuture<RedisAccess> attempt;
+  /** Counts {@link #reopen()}s; a connection opened under an older count is not kept. */
+  private long generation;
   private boolean closed;
 
   /**
@@ -69,6 +71,7 @@ public final class RedisConnector implements AutoCloseable {
 
   private RedisAccess connect(String what) {
     CompletableFuture<RedisAccess> pending;
+    long opened;
     synchronized (this) {
       if (closed) {
         throw new StoreUnavailableException("the Redis store (" + description + ") is closed;"
@@ -78,12 +81,22 @@ public final class RedisConnector implements AutoCloseable {
         return access;
       }
       if (attempt == null || attempt.isCompletedExceptionally() || attempt.isCancelled()) {
-        attempt = start();
+        attempt = start(generation);
       }
       pending = attempt;
+      opened = generation;
     }
     try {
-      return pending.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      RedisAccess access = pending.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      synchronized (this) {
+        if (generation != opened) {
+          // The Sentinels switched while it opened: it may be on the old primary (start() closes
+          // it). Nothing was sent; the caller retries, and the next call opens a new one.
+          throw new StoreUnavailableException("the Redis primary changed while connecting to "
+              + description + " for the " + what + "; nothing was sent", null, false);
+        }
+      }
+      return access;
     } catch (TimeoutException e) {
       throw new StoreUnavailableException("cannot connect to " + description + " for the " + what
           + " within the command timeout of " + timeout.toMillis() + " ms; nothing was sent", e,
@@ -110,7 +123,7 @@ public final class RedisConnector implements AutoCloseable {
   }
 
   /** A connection attempt: open, check the server's version, keep the connection. */
-  private CompletableFuture<RedisAccess> start() {
+  private CompletableFuture<RedisAccess> start(long opened) {
     CompletableFuture<RedisAccess> opening;
     try {
       opening = open.get();
@@ -118,16 +131,16 @@ public final class RedisConnector implements AutoCloseable {
       opening = CompletableFuture.failedFuture(e);
     }
     CompletableFuture<RedisAccess> checked = opening.thenCompose(this::checked);
-    checked.thenAccept(opened -> {
+    checked.thenAccept(connection -> {
       boolean keep;
       synchronized (this) {
-        keep = !closed;
+        keep = !closed && generation == opened;
         if (keep) {
-          access = opened;
+          access = connection;
         }
       }
       if (!keep) {
-        opened.close();
+        connection.close();
       }
     });
     return checked;
@@ -189,14 +202,14 @@ public final class RedisConnector implements AutoCloseable {
   public void reopen() {
     RedisAccess open;
     synchronized (this) {
+      generation++; // a connection being opened now is not kept either
       open = access;
-      if (open == null) {
-        return;
-      }
       access = null;
       attempt = null;
     }
-    open.close();
+    if (open != null) {
+      open.close();
+    }
   }
 
   /** Closes the connection (one still opening is closed when it opens), then runs onClose. */

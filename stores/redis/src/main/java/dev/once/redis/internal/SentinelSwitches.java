@@ -21,9 +21,15 @@ import java.util.concurrent.CompletableFuture;
  * write on it is answered and then lost at the demotion (seen: {@code RedisSentinelTest}). The
  * Sentinels also kill the clients of the instances they reconfigure, but only then.
  *
- * <p>Subscribing never blocks nor fails the store: a Sentinel that cannot be reached now is tried
- * again the next time the store opens its connection; a subscription that is open is kept alive by
- * Lettuce, which subscribes again after a reconnect.
+ * <p>Subscribing never blocks nor fails the store: it starts when the store is built, and a
+ * Sentinel that cannot be reached then is tried again each time the store opens its connection; a
+ * subscription that is open is kept alive by Lettuce, which subscribes again after a reconnect.
+ *
+ * <p>What it does not close: Lettuce asks the first reachable Sentinel of the URI for the primary,
+ * and the Sentinels other than the failover's leader learn of the switch a moment later (their
+ * hello messages, about a second); a connection opened in that moment, or reopened by Lettuce
+ * after a blip, can still reach an old primary that is up. Writes there with
+ * {@code Durability.replicas(n)} are answered only if a replica acknowledges them.
  */
 public final class SentinelSwitches implements AutoCloseable {
 
@@ -82,7 +88,13 @@ public final class SentinelSwitches implements AutoCloseable {
                 }
               });
               return connection.async().subscribe(CHANNEL).toCompletableFuture()
-                  .thenApply(ok -> connection);
+                  .handle((ok, failed) -> {
+                    if (failed != null) {
+                      connection.closeAsync(); // not listening: the next listen() tries again
+                      throw new java.util.concurrent.CompletionException(failed);
+                    }
+                    return connection;
+                  });
             });
       } catch (RuntimeException e) {
         subscribed = CompletableFuture.failedFuture(e);
