@@ -4,6 +4,7 @@ import dev.once.StoreUnavailableException;
 import dev.once.cli.store.StoreUris.StoreUri;
 import dev.once.cli.store.StoreUris;
 import dev.once.cli.support.CommandFailure;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -51,8 +52,44 @@ final class ChaosBrokerRun {
     this.out = command.spec.commandLine().getOut();
   }
 
+  /**
+   * The run, phase by phase: set up the broker's destination, the store, the downstream and the
+   * workers; start the workers and await a first handled event; inject the faults; drain the
+   * destination without faults; audit; report. Exit code 0 when Once held, 1 on a violation.
+   */
   int run() throws Exception {
     String runId = ChaosCommand.runId();
+    SetUp setUp = setUp(runId);
+    ChaosBroker broker = setUp.broker();
+    if (!c.json) {
+      header(broker, setUp.description());
+    }
+    Random random = new Random();
+    Producer producer = new Producer(broker, random);
+    awaitFirstEvent(producer);
+    ChaosFaultLoop faults = injectFaults(random, producer);
+    Drain drain = drain(broker, faults, producer);
+    ChaosBrokerAudit.Result result = audit(runId, setUp, producer, faults, drain);
+    c.lastBrokerResult = result;
+    if (!result.held() || c.keep || c.directory != null) {
+      r.deleteDirectory = false;
+    }
+    report(result, runId, broker);
+    return result.held() ? 0 : 1;
+  }
+
+  /**
+   * What {@link #setUp} made ready.
+   *
+   * @param description the store's description for the header
+   */
+  private record SetUp(ChaosBroker broker, StoreUri uri, String description) {}
+
+  /**
+   * The broker connected and the run's destinations declared on it, the store under test with
+   * its schema, the downstream, and the workers, not started yet; all of it held in {@code r}.
+   */
+  private SetUp setUp(String runId) throws Exception {
     String name = "once-chaos-" + runId;
     Duration ackWait = Duration.ofMillis(plan.visibilityMillis());
     int partitions = Math.max(2, 2 * c.workers);
@@ -73,7 +110,13 @@ final class ChaosBrokerRun {
     }
     r.deleteTopology = !c.keep;
     r.downstream = ChaosDownstream.open(r.directory);
+    r.workers = workers(runId, name, ackWait, partitions, workerUri);
+    return new SetUp(broker, uri, description);
+  }
 
+  /** The worker processes of the run, consuming destination {@code name}; not started yet. */
+  private ChaosWorkers workers(String runId, String name, Duration ackWait, int partitions,
+      String workerUri) throws IOException {
     List<String> command = ChaosCommand.workerCommand(plan, r, ChaosBrokerWorker.class, runId,
         List.of("--broker", b.kind().option(), "--name", name, "--region", b.region(),
             "--batch", Integer.toString(b.batch()), "--partitions", Integer.toString(partitions),
@@ -81,33 +124,51 @@ final class ChaosBrokerRun {
     if (c.sabotage) {
       command.add("--sabotage");
     }
-    r.workers = new ChaosWorkers(command, Map.of(ChaosWorker.STORE_ENV, workerUri,
+    return new ChaosWorkers(command, Map.of(ChaosWorker.STORE_ENV, workerUri,
         ChaosWorker.TABLE_ENV, c.table, ChaosBrokerWorker.BROKER_ENV, b.uri()), r.directory,
         c.workers);
+  }
 
-    if (!c.json) {
-      header(broker, description);
-    }
-    Random random = new Random();
-    Producer producer = new Producer(broker, random);
+  /** Publishes a first batch, starts the workers and waits until one of them handled an event. */
+  private void awaitFirstEvent(Producer producer) throws Exception {
     producer.topUp(System.currentTimeMillis());
     r.workers.startAll();
     ChaosFaultLoop.awaitFirst(r, c.workers, "handled an event",
         () -> ChaosBrokerAudit.handled(r.downstream) > 0, producer::topUp);
+  }
 
+  /**
+   * Kills, freezes, SIGTERMs, restarts and cuts for --duration while the producer keeps messages
+   * waiting, printing a status line every so often; returns the loop, which counted what it did.
+   */
+  private ChaosFaultLoop injectFaults(Random random, Producer producer) throws Exception {
     ChaosFaultLoop faults = new ChaosFaultLoop(plan, b.term(), r, c.workers, c.json, out,
         random);
     faults.run(producer::topUp, (seconds, f) -> String.format(Locale.ROOT,
         "  %3ds: %d events handled, %d kills, %d freezes, %d SIGTERMs, %d store restarts, "
             + "%d messages waiting", seconds, ChaosBrokerAudit.handled(r.downstream), f.kills(),
         f.freezes(), f.terms(), f.restarts(), producer.lastWaiting));
-    long start = faults.start();
-    long faultEnd = faults.end();
+    return faults;
+  }
 
-    // Drain, without faults: every event handled or dead-lettered, the broker settled.
+  /**
+   * How the drain ended.
+   *
+   * @param end       when it ended (epoch millis)
+   * @param unsettled what the broker still held once the workers stopped
+   */
+  private record Drain(long end, long unsettled) {}
+
+  /**
+   * Without faults, publishes the duplicates still due and lets the workers handle or
+   * dead-letter every event until the broker settled (within --drain-timeout of the faults' end),
+   * then stops them and asks the broker what it still holds.
+   */
+  private Drain drain(ChaosBroker broker, ChaosFaultLoop faults, Producer producer)
+      throws Exception {
     faults.calm();
     producer.flushDuplicates();
-    long drainDeadline = faultEnd + plan.drain().toMillis();
+    long drainDeadline = faults.end() + plan.drain().toMillis();
     long settle = broker.countsUnacknowledged() ? 500 : SETTLE_MILLIS;
     long quietSince = -1;
     while (System.currentTimeMillis() < drainDeadline) {
@@ -126,14 +187,25 @@ final class ChaosBrokerRun {
     }
     long drainEnd = System.currentTimeMillis();
     r.workers.stop();
-    long unsettled = settled(broker);
+    return new Drain(drainEnd, settled(broker));
+  }
 
+  /**
+   * Audits what every published event did: the downstream, the dead letters read back from the
+   * broker, the store (opened again, it may be coming back from a restart) and what the broker
+   * still holds, with the faults counted.
+   */
+  private ChaosBrokerAudit.Result audit(String runId, SetUp setUp, Producer producer,
+      ChaosFaultLoop faults, Drain drain) throws InterruptedException {
+    ChaosBroker broker = setUp.broker();
+    long start = faults.start();
+    long faultEnd = faults.end();
     ChaosBrokerAudit.Faults counted = new ChaosBrokerAudit.Faults(faults.kills(),
         faults.freezes(), faults.terms(), r.workers.termTimeouts(), faults.restarts(),
         r.proxy == null ? 0 : r.proxy.cuts(), r.proxy == null ? 0 : r.proxy.delays(),
         r.workers.started(),
         r.workers.exitedByThemselves(), (faultEnd - start) / 1000.0,
-        (drainEnd - faultEnd) / 1000.0, start, faultEnd);
+        (drain.end() - faultEnd) / 1000.0, start, faultEnd);
     Map<String, Integer> letters;
     try {
       letters = broker.deadLettersByEvent();
@@ -141,21 +213,14 @@ final class ChaosBrokerRun {
       throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot read the dead letters back "
           + "from " + b.kind().title + ": " + ChaosBroker.causes(e));
     }
-    ChaosBrokerAudit.Result result;
     try {
-      r.opened = c.reopen(uri);
-      result = ChaosBrokerAudit.audit(runId, producer.published(), r.downstream, letters,
-          r.opened.store(), unsettled, broker.countsUnacknowledged(), counted);
+      r.opened = c.reopen(setUp.uri());
+      return ChaosBrokerAudit.audit(runId, producer.published(), r.downstream, letters,
+          r.opened.store(), drain.unsettled(), broker.countsUnacknowledged(), counted);
     } catch (StoreUnavailableException | SQLException e) {
       throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot audit the run: "
           + StoreUris.causeMessage(e));
     }
-    c.lastBrokerResult = result;
-    if (!result.held() || c.keep || c.directory != null) {
-      r.deleteDirectory = false;
-    }
-    report(result, runId, broker);
-    return result.held() ? 0 : 1;
   }
 
   /** A count from the broker; a broker that fails here ends the run (exit code 2). */

@@ -303,9 +303,45 @@ public final class ChaosCommand implements Callable<Integer> {
     return lastBrokerResult;
   }
 
+  /**
+   * A run over the built-in queue, phase by phase: set up the store, the queue, the downstream and
+   * the workers; start the workers and await a first delivery; inject the faults; drain the queue
+   * without faults; audit; report. Exit code 0 when Once held, 1 on a violation.
+   */
   private int run(Plan plan, Resources r) throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     String runId = runId();
+    SetUp setUp = setUp(plan, r, runId);
+    if (!json) {
+      header(out, plan, r, setUp.ledger(), setUp.description());
+    }
+    Random random = new Random();
+    Producer producer = new Producer(r.queue, random, plan);
+    awaitFirstDelivery(r, producer);
+    ChaosFaultLoop faults = injectFaults(plan, r, out, random, producer);
+    Drain drain = drain(plan, r, faults);
+    ChaosAudit.Result result = audit(runId, setUp, r, faults, drain);
+    lastResult = result;
+    if (!result.held() || keep || directory != null) {
+      r.deleteDirectory = false;
+    }
+    report(out, result, r, runId);
+    return result.held() ? 0 : 1;
+  }
+
+  /**
+   * What {@link #setUp} made ready.
+   *
+   * @param ledger      the debit tables, on a SQL store; null on the others
+   * @param description the store's description for the header
+   */
+  private record SetUp(StoreUri uri, ChaosLedger ledger, String description) {}
+
+  /**
+   * The store under test with its schema (and, on a SQL store, the debit tables), the queue, the
+   * downstream, and the workers, not started yet; all of it held in {@code r}.
+   */
+  private SetUp setUp(Plan plan, Resources r, String runId) throws Exception {
     StoreUri uri = storeUnderTest(plan, r);
     ChaosLedger[] ledgers = {null};
     String description = setUpStore(uri, r, opened -> {
@@ -319,9 +355,16 @@ public final class ChaosCommand implements Callable<Integer> {
     String workerUri = workerStoreUri(uri, r);
     r.queue = ChaosQueue.open(r.directory);
     r.downstream = ChaosDownstream.open(r.directory);
+    r.workers = workers(plan, r, runId, workerUri, ledger != null);
+    return new SetUp(uri, ledger, description);
+  }
+
+  /** The worker processes of the run, over the store at {@code workerUri}; not started yet. */
+  private ChaosWorkers workers(Plan plan, Resources r, String runId, String workerUri,
+      boolean ledger) throws IOException {
     List<String> command = workerCommand(plan, r, ChaosWorker.class, runId,
         List.of("--visibility-ms", Long.toString(plan.visibilityMillis())));
-    if (ledger != null) {
+    if (ledger) {
       command.add("--ledger");
     }
     if (sabotage) {
@@ -332,29 +375,46 @@ public final class ChaosCommand implements Callable<Integer> {
     if (r.failover != null && r.failover.durability() != null) {
       environment.put(ChaosWorker.DURABILITY_ENV, r.failover.durability());
     }
-    r.workers = new ChaosWorkers(command, environment, r.directory, workers);
+    return new ChaosWorkers(command, environment, r.directory, workers);
+  }
 
-    if (!json) {
-      header(out, plan, r, ledger, description);
-    }
-    Random random = new Random();
-    Producer producer = new Producer(r.queue, random, plan);
+  /** Fills the queue, starts the workers and waits until one of them finished a delivery. */
+  private void awaitFirstDelivery(Resources r, Producer producer) throws Exception {
     producer.topUp();
     r.workers.startAll();
     ChaosFaultLoop.awaitFirst(r, workers, "finished a delivery", () -> r.queue.finished() > 0,
         now -> producer.topUp());
+  }
 
+  /**
+   * Kills, freezes, restarts, fails over and cuts for --duration while the queue is kept topped
+   * up, printing a status line every so often; returns the loop, which counted what it did.
+   */
+  private ChaosFaultLoop injectFaults(Plan plan, Resources r, PrintWriter out, Random random,
+      Producer producer) throws Exception {
     ChaosFaultLoop faults = new ChaosFaultLoop(plan, null, r, workers, json, out, random);
     faults.run(now -> producer.topUp(), (seconds, f) -> String.format(Locale.ROOT,
         "  %3ds: %d deliveries finished, %d kills, %d freezes, %d store restarts, "
             + "%d failovers, %d waiting in the queue", seconds, r.queue.finished(), f.kills(),
         f.freezes(), f.restarts(), f.failovers().size(), r.queue.pending()));
-    long start = faults.start();
-    long faultEnd = faults.end();
+    return faults;
+  }
 
-    // Drain, without faults.
+  /**
+   * How the drain ended.
+   *
+   * @param pending messages still in the queue at its end (zero: drained)
+   * @param end     when it ended (epoch millis)
+   */
+  private record Drain(long pending, long end) {}
+
+  /**
+   * Without faults, lets the workers empty the queue (within --drain-timeout of the faults' end,
+   * replacing any that exited), then stops them.
+   */
+  private Drain drain(Plan plan, Resources r, ChaosFaultLoop faults) throws Exception {
     faults.calm();
-    long drainDeadline = faultEnd + plan.drain().toMillis();
+    long drainDeadline = faults.end() + plan.drain().toMillis();
     long pending = r.queue.pending();
     while (pending > 0 && System.currentTimeMillis() < drainDeadline) {
       r.workers.replaceExited();
@@ -363,27 +423,32 @@ public final class ChaosCommand implements Callable<Integer> {
     }
     long drainEnd = System.currentTimeMillis();
     r.workers.stop();
+    return new Drain(pending, drainEnd);
+  }
 
+  /**
+   * Audits what every event did: the queue, the downstream, the store (opened again, it may be
+   * coming back from a restart) and the debits, with the faults counted.
+   */
+  private ChaosAudit.Result audit(String runId, SetUp setUp, Resources r, ChaosFaultLoop faults,
+      Drain drain) throws InterruptedException {
+    long start = faults.start();
+    long faultEnd = faults.end();
     ChaosAudit.Faults counted = new ChaosAudit.Faults(faults.kills(), faults.freezes(),
         faults.restarts(), r.proxy == null ? 0 : r.proxy.cuts(),
         r.proxy == null ? 0 : r.proxy.delays(), r.workers.started(),
         r.workers.exitedByThemselves(), (faultEnd - start) / 1000.0,
-        (drainEnd - faultEnd) / 1000.0, pending == 0, start, faultEnd, faults.failovers());
-    ChaosAudit.Result result;
+        (drain.end() - faultEnd) / 1000.0, drain.pending() == 0, start, faultEnd,
+        faults.failovers());
+    ChaosLedger ledger = setUp.ledger();
     try {
-      r.opened = reopen(uri);
-      result = ChaosAudit.audit(runId, r.queue, r.downstream, r.opened.store(), ledger,
+      r.opened = reopen(setUp.uri());
+      return ChaosAudit.audit(runId, r.queue, r.downstream, r.opened.store(), ledger,
           ledger == null ? null : r.opened.dataSource(), counted);
     } catch (StoreUnavailableException | SQLException e) {
       throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot audit the run: "
           + StoreUris.causeMessage(e));
     }
-    lastResult = result;
-    if (!result.held() || keep || directory != null) {
-      r.deleteDirectory = false;
-    }
-    report(out, result, r, runId);
-    return result.held() ? 0 : 1;
   }
 
   private void header(PrintWriter out, Plan plan, Resources r, ChaosLedger ledger,
