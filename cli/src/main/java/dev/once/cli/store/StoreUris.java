@@ -76,7 +76,7 @@ public final class StoreUris {
     }
 
     /** The store's name for people ("PostgreSQL", "Redis Cluster"). */
-    public String label() {
+    String label() {
       return label;
     }
 
@@ -295,7 +295,7 @@ public final class StoreUris {
   }
 
   /** {@code text} with the password of a {@code user:pass@} part and a password= parameter masked. */
-  public static String mask(String text) {
+  static String mask(String text) {
     String masked = USER_INFO_PASSWORD.matcher(text).replaceFirst("$1***@");
     return PASSWORD_PARAMETER.matcher(masked).replaceAll("$1***");
   }
@@ -307,7 +307,7 @@ public final class StoreUris {
    *
    * @throws CommandFailure (exit 2) with a one-line message for the user
    */
-  public static OpenStore open(StoreUri uri, int connections) {
+  static OpenStore open(StoreUri uri, int connections) {
     return open(uri, connections, JdbcStore.DEFAULT_TABLE);
   }
 
@@ -320,7 +320,7 @@ public final class StoreUris {
    * {@link #open(StoreUri, int, String)}, with the records of a Redis store under
    * {@code keyPrefix} (null: the store's default).
    */
-  public static OpenStore open(StoreUri uri, int connections, String table, String keyPrefix) {
+  static OpenStore open(StoreUri uri, int connections, String table, String keyPrefix) {
     return open(uri, connections, table, keyPrefix, null);
   }
 
@@ -503,7 +503,7 @@ public final class StoreUris {
      *
      * @throws CommandFailure (exit 2) naming the command that creates it
      */
-    public void requireSchema() {
+    void requireSchema() {
       if (!(store instanceof JdbcStore jdbc)) {
         ServiceStores.requireSchema(uri, store);
         return;

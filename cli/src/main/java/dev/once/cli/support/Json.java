@@ -39,7 +39,7 @@ public final class Json {
   }
 
   /** {@code values} as a JSON array. */
-  public static String array(List<?> values) {
+  static String array(List<?> values) {
     StringBuilder out = new StringBuilder();
     write(out, values);
     return out.toString();
