@@ -4,7 +4,11 @@ import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.StoreUnavailableException;
-import dev.once.cli.StoreUris.OpenStore;
+import dev.once.cli.store.StoreOption;
+import dev.once.cli.store.StoreUris.OpenStore;
+import dev.once.cli.store.StoreUris;
+import dev.once.cli.support.CommandFailure;
+import dev.once.cli.support.Json;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
@@ -23,8 +27,8 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**

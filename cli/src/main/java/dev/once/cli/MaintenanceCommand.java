@@ -2,7 +2,11 @@ package dev.once.cli;
 
 import dev.once.Maintenance;
 import dev.once.StoreUnavailableException;
-import dev.once.cli.StoreUris.OpenStore;
+import dev.once.cli.store.StoreOption;
+import dev.once.cli.store.StoreUris.OpenStore;
+import dev.once.cli.store.StoreUris;
+import dev.once.cli.support.CommandFailure;
+import dev.once.cli.support.Json;
 import dev.once.spi.IdempotencyStore;
 import java.io.PrintWriter;
 import java.time.Clock;

@@ -1,5 +1,8 @@
 package dev.once.cli;
 
+import dev.once.cli.chaos.ChaosCommand;
+import dev.once.cli.demo.DemoCommand;
+import dev.once.cli.support.CommandFailure;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IExecutionExceptionHandler;

@@ -1,8 +1,11 @@
 package dev.once.cli;
 
 import dev.once.StoreUnavailableException;
-import dev.once.cli.StoreUris.OpenStore;
-import dev.once.cli.StoreUris.StoreUri;
+import dev.once.cli.store.StoreOption;
+import dev.once.cli.store.StoreUris.OpenStore;
+import dev.once.cli.store.StoreUris.StoreUri;
+import dev.once.cli.store.StoreUris;
+import dev.once.cli.support.CommandFailure;
 import dev.once.jdbc.JdbcDialect;
 import java.io.PrintWriter;
 import java.util.concurrent.Callable;
@@ -75,7 +78,7 @@ final class SchemaCommand implements Callable<Integer> {
     }
     String ddl;
     try {
-      ddl = dialect.schema(store.table);
+      ddl = dialect.schema(store.table());
     } catch (IllegalArgumentException e) {
       throw new ParameterException(spec.commandLine(), "--table: " + e.getMessage());
     }

@@ -2,8 +2,11 @@ package dev.once.cli;
 
 import dev.once.Once;
 import dev.once.StoreUnavailableException;
-import dev.once.cli.StoreUris.OpenStore;
-import dev.once.cli.StoreUris.StoreUri;
+import dev.once.cli.store.StoreOption;
+import dev.once.cli.store.StoreUris.OpenStore;
+import dev.once.cli.store.StoreUris.StoreUri;
+import dev.once.cli.store.StoreUris;
+import dev.once.cli.support.CommandFailure;
 import dev.once.servlet.IdempotencyFilter;
 import java.io.IOException;
 import java.io.PrintWriter;

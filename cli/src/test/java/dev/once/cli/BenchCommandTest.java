@@ -2,6 +2,7 @@ package dev.once.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.once.cli.demo.CommandRun;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;

@@ -9,6 +9,7 @@ import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
 import dev.once.Step;
+import dev.once.cli.demo.CommandRun;
 import dev.once.jdbc.JdbcStore;
 import dev.once.spi.Status;
 import java.nio.file.Path;

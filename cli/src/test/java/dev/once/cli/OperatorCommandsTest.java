@@ -6,6 +6,8 @@ import dev.once.Codecs;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import dev.once.Once;
+import dev.once.cli.demo.CommandRun;
+import dev.once.cli.store.StoreUris;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
 import dev.once.spi.ClaimRequest;

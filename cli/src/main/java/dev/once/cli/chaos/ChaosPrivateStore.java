@@ -1,0 +1,461 @@
+package dev.once.cli.chaos;
+
+import dev.once.cli.support.CommandFailure;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.lang.ProcessBuilder.Redirect;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.UserPrincipal;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * A store server that {@code once chaos} starts itself, so that it may kill it ({@code kill -9})
+ * and start it again: {@code --store private:redis} (a {@code redis-server} with
+ * {@code --appendonly yes --appendfsync always}) or {@code --store private:postgres} (a PostgreSQL
+ * cluster made by the machine's {@code initdb}, {@code fsync} and {@code synchronous_commit} on).
+ * Both listen on a free port of 127.0.0.1 only, keep their data in a directory of their own and
+ * are killed and deleted by {@link #close()}.
+ */
+abstract class ChaosPrivateStore implements AutoCloseable {
+
+  static final String PREFIX = "private:";
+  static final String HOST = "127.0.0.1";
+  private static final long READY_MILLIS = 60_000;
+
+  final Path directory;
+  final int port;
+  private boolean closed;
+
+  private ChaosPrivateStore(Path directory, int port) {
+    this.directory = directory;
+    this.port = port;
+  }
+
+  /** Whether {@code --store} names a private store. */
+  static boolean named(String store) {
+    return store != null && store.toLowerCase(Locale.ROOT).startsWith(PREFIX);
+  }
+
+  /**
+   * Checks a {@code private:} name without starting anything.
+   *
+   * @throws IllegalArgumentException with a one-line message
+   */
+  static String kind(String store) {
+    String kind = store.substring(PREFIX.length()).toLowerCase(Locale.ROOT);
+    if (!kind.equals("redis") && !kind.equals("postgres")) {
+      throw new IllegalArgumentException("store '" + store + "' is not a private store this "
+          + "command can start (private:redis or private:postgres)");
+    }
+    return kind;
+  }
+
+  /**
+   * Starts the private store {@code kind} with its data under {@code runDirectory} (Redis) or a
+   * directory of its own (PostgreSQL, whose files belong to the {@code postgres} user when this
+   * runs as root).
+   *
+   * @throws CommandFailure (exit 2) if the binaries are missing or the server does not start
+   */
+  static ChaosPrivateStore start(String kind, Path runDirectory) {
+    ChaosPrivateStore store = null;
+    try {
+      store = kind.equals("redis") ? Redis.create(runDirectory) : Postgres.create();
+      store.startServer();
+      return store;
+    } catch (IOException e) {
+      if (store != null) {
+        store.close();
+      }
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot start the private " + kind
+          + " server: " + e.getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      if (store != null) {
+        store.close();
+      }
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "interrupted while starting the "
+          + "private " + kind + " server");
+    }
+  }
+
+  /** The URI the workers and the audit use. */
+  abstract String uri();
+
+  /** What it is, for people. */
+  abstract String describe();
+
+  /** Starts the server on its port and waits until it answers. */
+  abstract void startServer() throws IOException, InterruptedException;
+
+  /** {@code kill -9} of every process of the server; returns when they are gone. */
+  abstract void crash() throws InterruptedException;
+
+  /**
+   * Crashes the server, waits {@code downMillis}, and starts it again on the same data. Nothing
+   * once {@link #close()}d: a restart and a close (Ctrl-C) never leave a server behind.
+   */
+  synchronized void restart(long downMillis) throws IOException, InterruptedException {
+    if (closed) {
+      return;
+    }
+    crash();
+    Thread.sleep(downMillis);
+    startServer();
+  }
+
+  /** Kills the server and deletes its data; never throws. */
+  @Override
+  public synchronized void close() {
+    closed = true;
+    try {
+      crash();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      // best effort: the process may be gone already
+    }
+    deleteData();
+  }
+
+  void deleteData() {}
+
+  static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket()) {
+      socket.setReuseAddress(true);
+      socket.bind(new InetSocketAddress(InetAddress.getByName(HOST), 0));
+      return socket.getLocalPort();
+    }
+  }
+
+  static void killTree(ProcessHandle root) throws InterruptedException {
+    List<ProcessHandle> all = new ArrayList<>();
+    all.add(root);
+    root.descendants().forEach(all::add);
+    all.forEach(ProcessHandle::destroyForcibly);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    for (ProcessHandle p : all) {
+      while (p.isAlive() && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+    }
+  }
+
+  /**
+   * Hands {@code directory} to the {@code postgres} user: as root, PostgreSQL's servers run as
+   * that user, who must own their data.
+   */
+  static void ownedByPostgres(Path directory) throws IOException {
+    UserPrincipal owner;
+    try {
+      owner = directory.getFileSystem().getUserPrincipalLookupService()
+          .lookupPrincipalByName("postgres");
+    } catch (IOException e) {
+      throw new IOException("running as root, the server must run as the postgres user, "
+          + "and there is none");
+    }
+    Files.setOwner(directory, owner);
+  }
+
+  /**
+   * Runs one of PostgreSQL's tools (as the {@code postgres} user when {@code asPostgresUser}),
+   * its output kept for the error.
+   *
+   * @throws IOException if it fails or does not finish within a minute and a bit
+   */
+  static void runTool(boolean asPostgresUser, List<String> command, String what)
+      throws IOException, InterruptedException {
+    List<String> line = new ArrayList<>();
+    if (asPostgresUser) {
+      line.addAll(List.of("runuser", "-u", "postgres", "--"));
+    }
+    line.addAll(command);
+    Path output = Files.createTempFile("once-chaos-pg-", ".out");
+    try {
+      Process p = new ProcessBuilder(line).redirectErrorStream(true)
+          .redirectOutput(output.toFile()).redirectInput(Redirect.from(new java.io.File(
+              "/dev/null"))).start();
+      if (!p.waitFor(READY_MILLIS + 10_000, TimeUnit.MILLISECONDS)) {
+        p.destroyForcibly();
+        throw new IOException(what + " did not finish");
+      }
+      if (p.exitValue() != 0) {
+        String text = Files.readString(output).strip().replaceAll("\\s*\\R\\s*", " ");
+        throw new IOException(what + " failed (exit " + p.exitValue() + "): "
+            + (text.length() > 300 ? text.substring(0, 300) + "..." : text));
+      }
+    } finally {
+      Files.deleteIfExists(output);
+    }
+  }
+
+  static void deleteRecursively(Path directory) {
+    if (directory == null || !Files.exists(directory)) {
+      return;
+    }
+    try (Stream<Path> paths = Files.walk(directory)) {
+      paths.sorted(Comparator.reverseOrder()).forEach(p -> {
+        try {
+          Files.deleteIfExists(p);
+        } catch (IOException ignored) {
+          // best effort
+        }
+      });
+    } catch (IOException ignored) {
+      // best effort
+    }
+  }
+
+  /** A private {@code redis-server}, AOF with an fsync before every reply. */
+  static final class Redis extends ChaosPrivateStore {
+    private final String binary;
+    private Process process;
+    private String version = "";
+
+    private Redis(Path directory, int port, String binary) {
+      super(directory, port);
+      this.binary = binary;
+    }
+
+    static Redis create(Path runDirectory) throws IOException {
+      String binary = findRedisServer();
+      Path directory = runDirectory.resolve("redis");
+      Files.createDirectories(directory);
+      return new Redis(directory, freePort(), binary);
+    }
+
+    static String findRedisServer() throws IOException {
+      List<String> candidates = new ArrayList<>();
+      String env = System.getenv("ONCE_REDIS_SERVER");
+      if (env != null && !env.isBlank()) {
+        candidates.add(env);
+      }
+      candidates.add("/usr/bin/redis-server");
+      candidates.add("/usr/local/bin/redis-server");
+      candidates.add("/opt/homebrew/bin/redis-server");
+      for (String dir : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
+        if (!dir.isEmpty()) {
+          candidates.add(dir + "/redis-server");
+        }
+      }
+      for (String c : candidates) {
+        if (Files.isExecutable(Path.of(c))) {
+          return c;
+        }
+      }
+      throw new IOException("no redis-server binary found (install redis-server, or set "
+          + "ONCE_REDIS_SERVER)");
+    }
+
+    @Override
+    String uri() {
+      return "redis://" + HOST + ":" + port;
+    }
+
+    @Override
+    String describe() {
+      return "private redis-server" + version + " on " + HOST + ":" + port
+          + " (appendonly yes, appendfsync always; data in " + directory + ")";
+    }
+
+    @Override
+    void startServer() throws IOException, InterruptedException {
+      List<String> command = List.of(binary, "--port", Integer.toString(port), "--bind", HOST,
+          "--dir", directory.toString(), "--appendonly", "yes", "--appendfsync", "always",
+          "--save", "", "--daemonize", "no", "--protected-mode", "yes",
+          "--logfile", directory.resolve("redis.log").toString());
+      ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+          .redirectOutput(Redirect.appendTo(directory.resolve("redis.out").toFile()));
+      process = builder.start();
+      long deadline = System.currentTimeMillis() + READY_MILLIS;
+      while (System.currentTimeMillis() < deadline) {
+        if (!process.isAlive()) {
+          throw new IOException("redis-server exited with code " + process.exitValue()
+              + "; see " + directory.resolve("redis.log"));
+        }
+        String answer = ask("PING");
+        if ("+PONG".equals(answer)) {
+          if (version.isEmpty()) {
+            String info = ask("INFO server");
+            version = info == null ? "" : info;
+          }
+          return;
+        }
+        Thread.sleep(20);
+      }
+      throw new IOException("redis-server did not answer PING within " + READY_MILLIS / 1000
+          + " s");
+    }
+
+    /** One inline command; the first line of the answer, or the version for INFO. */
+    private String ask(String command) {
+      try (Socket socket = new Socket()) {
+        socket.connect(new InetSocketAddress(HOST, port), 1_000);
+        socket.setSoTimeout(2_000);
+        OutputStream out = socket.getOutputStream();
+        out.write((command + "\r\n").getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+        BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(),
+            StandardCharsets.US_ASCII));
+        String first = in.readLine();
+        if (!command.startsWith("INFO") || first == null || !first.startsWith("$")) {
+          return first;
+        }
+        for (String line = in.readLine(); line != null && !line.isEmpty();
+            line = in.readLine()) {
+          if (line.startsWith("redis_version:")) {
+            return " " + line.substring("redis_version:".length()).strip();
+          }
+        }
+        return "";
+      } catch (IOException e) {
+        return null;
+      }
+    }
+
+    @Override
+    void crash() throws InterruptedException {
+      if (process != null) {
+        process.destroyForcibly();
+        process.waitFor(10, TimeUnit.SECONDS);
+      }
+    }
+  }
+
+  /** A private PostgreSQL cluster from the machine's binaries. */
+  static final class Postgres extends ChaosPrivateStore {
+    private final Path bin;
+    private final Path data;
+    private final boolean asPostgresUser;
+
+    private Postgres(Path directory, int port, Path bin, boolean asPostgresUser) {
+      super(directory, port);
+      this.bin = bin;
+      this.data = directory.resolve("data");
+      this.asPostgresUser = asPostgresUser;
+    }
+
+    static Postgres create() throws IOException, InterruptedException {
+      Path bin = findBinaries();
+      boolean root = "root".equals(System.getProperty("user.name"));
+      // Its own directory: as root, the server runs as the postgres user, who must own it and
+      // may not be able to enter the run directory.
+      Path directory = Files.createTempDirectory("once-chaos-postgres-");
+      Postgres postgres = new Postgres(directory, freePort(), bin, root);
+      try {
+        if (root) {
+          ownedByPostgres(directory);
+        }
+        postgres.run(List.of(bin.resolve("initdb").toString(), "-D", postgres.data.toString(),
+            "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"),
+            "initdb");
+        Files.writeString(postgres.data.resolve("postgresql.conf"), String.join("\n",
+            "",
+            "# once chaos: a private server on loopback; every commit flushed",
+            "port = " + postgres.port,
+            "listen_addresses = '" + HOST + "'",
+            "unix_socket_directories = '" + directory + "'",
+            "fsync = on",
+            "synchronous_commit = on",
+            "full_page_writes = on",
+            "max_connections = 300",
+            ""), java.nio.file.StandardOpenOption.APPEND);
+        return postgres;
+      } catch (IOException | InterruptedException | RuntimeException e) {
+        postgres.deleteData();
+        throw e;
+      }
+    }
+
+    static Path findBinaries() throws IOException {
+      String env = System.getenv("PG_BIN");
+      if (env != null && !env.isBlank()) {
+        Path bin = Path.of(env);
+        if (Files.isExecutable(bin.resolve("initdb")) && Files.isExecutable(bin.resolve("pg_ctl"))) {
+          return bin;
+        }
+        throw new IOException("PG_BIN=" + env + " has no initdb and pg_ctl");
+      }
+      Path root = Path.of("/usr/lib/postgresql");
+      if (Files.isDirectory(root)) {
+        try (Stream<Path> versions = Files.list(root)) {
+          Path best = versions.map(v -> v.resolve("bin"))
+              .filter(b -> Files.isExecutable(b.resolve("initdb"))
+                  && Files.isExecutable(b.resolve("pg_ctl")))
+              .max(Comparator.comparingInt(Postgres::major)).orElse(null);
+          if (best != null) {
+            return best;
+          }
+        }
+      }
+      throw new IOException("no PostgreSQL binaries (initdb, pg_ctl) under /usr/lib/postgresql; "
+          + "install postgresql or set PG_BIN");
+    }
+
+    private static int major(Path bin) {
+      try {
+        return Integer.parseInt(bin.getParent().getFileName().toString());
+      } catch (NumberFormatException e) {
+        return 0;
+      }
+    }
+
+    @Override
+    String uri() {
+      return "postgres://postgres@" + HOST + ":" + port + "/postgres";
+    }
+
+    @Override
+    String describe() {
+      return "private PostgreSQL " + bin.getParent().getFileName() + " on " + HOST + ":" + port
+          + " (fsync on, synchronous_commit on; data in " + data + ")";
+    }
+
+    @Override
+    void startServer() throws IOException, InterruptedException {
+      run(List.of(bin.resolve("pg_ctl").toString(), "-D", data.toString(), "-l",
+          directory.resolve("postgres.log").toString(), "-w", "-t", "60", "start"), "pg_ctl start");
+    }
+
+    private void run(List<String> command, String what) throws IOException, InterruptedException {
+      runTool(asPostgresUser, command, what);
+    }
+
+    @Override
+    void crash() throws InterruptedException {
+      Path pidFile = data.resolve("postmaster.pid");
+      long pid;
+      try {
+        if (!Files.exists(pidFile)) {
+          return;
+        }
+        pid = Long.parseLong(Files.readAllLines(pidFile).get(0).strip());
+      } catch (IOException | RuntimeException e) {
+        return;
+      }
+      ProcessHandle postmaster = ProcessHandle.of(pid).orElse(null);
+      if (postmaster != null) {
+        // The postmaster and every backend at once, as a crash of the server would.
+        killTree(postmaster);
+      }
+    }
+
+    @Override
+    void deleteData() {
+      deleteRecursively(directory);
+    }
+  }
+}
