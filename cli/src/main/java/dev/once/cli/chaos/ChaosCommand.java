@@ -397,6 +397,11 @@ public final class ChaosCommand implements Callable<Integer> {
         "  %3ds: %d deliveries finished, %d kills, %d freezes, %d store restarts, "
             + "%d failovers, %d waiting in the queue", seconds, r.queue.finished(), f.kills(),
         f.freezes(), f.restarts(), f.failovers().size(), r.queue.pending()));
+    if (plan.failover() != null && faults.failovers().isEmpty()) {
+      // A run that failed nothing over proves nothing about failovers: not a pass.
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "no failover completed within "
+          + ChaosTime.format(plan.duration()) + "; make --duration longer than --failover-every");
+    }
     return faults;
   }
 
@@ -847,6 +852,10 @@ public final class ChaosCommand implements Callable<Integer> {
         throw invalid("--dir " + directory + " must be a new or empty directory");
       }
       FailoverPlan failoverPlan = failoverPlan();
+      if (failoverPlan != null && total.compareTo(failoverPlan.every().max()) <= 0) {
+        throw invalid("--duration (" + duration + ") must be longer than --failover-every ("
+            + failoverEvery + "), so that the store fails over at least once");
+      }
       if (failoverPlan != null && (store != null || restartStore || proxy || broker != null)) {
         throw invalid("--failover starts its own store: it takes no --store, --restart-store, "
             + "--proxy or --broker");

@@ -47,8 +47,9 @@ import java.util.concurrent.TimeUnit;
  * primary acknowledged meanwhile was never replicated: what an asynchronous setup loses then is
  * what the audit shows. A paused replica still takes bytes into its socket buffer, and on
  * loopback the kernel delivers what a killed primary had sent, so the primary first writes
- * {@value #BALLAST_BYTES} bytes of ballast outside the store's records: the replication stream
- * then backs up behind it, and the workers' writes of the lag never leave the primary.
+ * ballast outside the store's records, more than the largest receive and send buffers together
+ * ({@link #ballastBytes()}): the replication stream then backs up behind it, and the workers'
+ * writes of the lag never leave the primary.
  *
  * <p>Everything listens on 127.0.0.1 only, in directories of its own, and {@link #close()} kills
  * every process and deletes the data.
@@ -58,10 +59,16 @@ abstract class ChaosFailover implements AutoCloseable {
   static final String REDIS_SENTINEL = "redis-sentinel";
   static final String POSTGRES_STANDBY = "postgres-standby";
   static final String HOST = ChaosPrivateStore.HOST;
-  /** How long a promotion and a rejoin may take before the run gives up (exit 2). */
-  static final long PROMOTION_MILLIS = 60_000;
-  /** More than a socket's receive and send buffers hold together ({@code tcp_rmem} 32 MB max). */
+  /**
+   * How long a promotion and a rejoin may each take before the run gives up (exit 2); generous:
+   * on a loaded machine a Sentinel's demotion of a returning primary and the resync took over a
+   * minute.
+   */
+  static final long PROMOTION_MILLIS = 120_000;
+  /** The least ballast, more than this machine's socket buffers hold ({@code tcp_rmem} 32 MB). */
   static final int BALLAST_BYTES = 40 << 20;
+  /** The most: Redis drops a replica whose output buffer passes 256 MB. */
+  static final int MAX_BALLAST_BYTES = 192 << 20;
 
   /** Whether an acknowledged write has reached the replica. */
   enum Replication {
@@ -132,7 +139,11 @@ abstract class ChaosFailover implements AutoCloseable {
     /** Waits for a failover under way; the store has its replica back afterwards. */
     void finish() throws Exception {
       if (running != null) {
-        running.join(2 * PROMOTION_MILLIS + 30_000);
+        running.join(3 * PROMOTION_MILLIS + 60_000);
+        if (running.isAlive()) {
+          throw new CommandFailure(CommandFailure.CANNOT_RUN, "a failover is still under way "
+              + "after " + (3 * PROMOTION_MILLIS + 60_000) / 1000 + " s");
+        }
       }
       check();
     }
@@ -142,6 +153,26 @@ abstract class ChaosFailover implements AutoCloseable {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "a failover did not complete: "
             + failure.getMessage());
       }
+    }
+  }
+
+  /**
+   * A quarter more than the largest socket receive and send buffers this kernel allows
+   * ({@code tcp_rmem}, {@code tcp_wmem}), at least {@value #BALLAST_BYTES} bytes and at most
+   * {@value #MAX_BALLAST_BYTES}.
+   */
+  static int ballastBytes() {
+    long buffers = largest(Path.of("/proc/sys/net/ipv4/tcp_rmem"))
+        + largest(Path.of("/proc/sys/net/ipv4/tcp_wmem"));
+    return (int) Math.min(MAX_BALLAST_BYTES, Math.max(BALLAST_BYTES, buffers * 5 / 4));
+  }
+
+  private static long largest(Path setting) {
+    try {
+      String[] values = Files.readString(setting).trim().split("\\s+");
+      return Long.parseLong(values[values.length - 1]);
+    } catch (IOException | RuntimeException e) {
+      return 0; // not Linux: the least ballast
     }
   }
 
@@ -174,7 +205,7 @@ abstract class ChaosFailover implements AutoCloseable {
           : new PostgresStandby(replication);
       store.startAll();
       return store;
-    } catch (IOException | SQLException e) {
+    } catch (IOException | SQLException | RuntimeException e) {
       if (store != null) {
         store.close();
       }
@@ -353,15 +384,20 @@ abstract class ChaosFailover implements AutoCloseable {
     Failover failover(long lagMillis, long downMillis) throws IOException, InterruptedException {
       RedisProcess old = primary();
       RedisProcess replica = old == nodes[0] ? nodes[1] : nodes[0];
+      long killedAt;
       if (lagMillis > 0) {
         signal(replica.pid(), "STOP");
-        ballast(old);
-        Thread.sleep(lagMillis);
-      }
-      long killedAt = System.currentTimeMillis();
-      old.kill();
-      if (lagMillis > 0) {
-        signal(replica.pid(), "CONT");
+        try {
+          ballast(old);
+          Thread.sleep(lagMillis);
+          killedAt = System.currentTimeMillis();
+          old.kill();
+        } finally {
+          signal(replica.pid(), "CONT");
+        }
+      } else {
+        killedAt = System.currentTimeMillis();
+        old.kill();
       }
       await("the promotion of the replica", () -> primary() == replica
           && replica.info("replication").contains("role:master"));
@@ -375,7 +411,7 @@ abstract class ChaosFailover implements AutoCloseable {
 
     /** One big value outside the store's key prefix, so that replication backs up behind it. */
     private static void ballast(RedisProcess primary) throws IOException {
-      Resp.ask(primary.port, 60_000, "SET", "once-chaos-ballast", "x".repeat(BALLAST_BYTES));
+      Resp.ask(primary.port, 60_000, "SET", "once-chaos-ballast", "x".repeat(ballastBytes()));
     }
 
     private static boolean inSync(RedisProcess node) throws IOException {
@@ -635,7 +671,13 @@ abstract class ChaosFailover implements AutoCloseable {
           return;
         }
         for (ProcessHandle child : p.children().toList()) {
-          signal(child.pid(), signal);
+          try {
+            signal(child.pid(), signal);
+          } catch (IOException e) {
+            if (child.isAlive()) {
+              throw e;
+            } // a backend that ended meanwhile: nothing to signal
+          }
         }
         signal(p.pid(), signal);
       }
@@ -663,7 +705,7 @@ abstract class ChaosFailover implements AutoCloseable {
           s.execute("DROP TABLE IF EXISTS once_chaos_ballast");
           s.execute("CREATE TABLE once_chaos_ballast AS SELECT (SELECT string_agg(md5(random()"
               + "::text || g::text || i::text), '') FROM generate_series(1, 32) AS i) AS b "
-              + "FROM generate_series(1, " + (BALLAST_BYTES / 1024) + ") AS g");
+              + "FROM generate_series(1, " + (ballastBytes() / 1024) + ") AS g");
         }
       }
 
@@ -732,20 +774,22 @@ abstract class ChaosFailover implements AutoCloseable {
     Failover failover(long lagMillis, long downMillis) throws IOException, InterruptedException {
       PgNode old = current();
       PgNode standby = old == nodes[0] ? nodes[1] : nodes[0];
+      long killedAt;
       if (lagMillis > 0) {
         standby.signalAll("STOP");
         try {
           old.ballast();
+          Thread.sleep(lagMillis);
+          killedAt = System.currentTimeMillis();
+          old.kill();
         } catch (SQLException e) {
-          standby.signalAll("CONT");
           throw new IOException("the ballast before the lag failed: " + e.getMessage(), e);
+        } finally {
+          standby.signalAll("CONT");
         }
-        Thread.sleep(lagMillis);
-      }
-      long killedAt = System.currentTimeMillis();
-      old.kill();
-      if (lagMillis > 0) {
-        standby.signalAll("CONT");
+      } else {
+        killedAt = System.currentTimeMillis();
+        old.kill();
       }
       tool(List.of(bin.resolve("pg_ctl").toString(), "-D", standby.data.toString(), "-w", "-t",
           "60", "promote"), "pg_ctl promote");

@@ -110,6 +110,7 @@ class ChaosCommandTest {
         {"--failover", "postgres-standby", "--replication", "semi"},
         {"--failover", "redis-sentinel", "--failover-every", "200ms"},
         {"--lag", "1s"},
+        {"--failover", "redis-sentinel", "--duration", "10s"},
     };
     for (String[] args : cases) {
       Run run = chaos(args);
