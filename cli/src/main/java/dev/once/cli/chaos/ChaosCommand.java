@@ -714,6 +714,9 @@ public final class ChaosCommand implements Callable<Integer> {
       if (!closed.compareAndSet(false, true)) {
         return;
       }
+      // Decided now: when the shutdown hook closes (SIGTERM, Ctrl-C), the main thread fails on
+      // what is being closed under it and would otherwise mark the directory kept meanwhile.
+      boolean delete = deleteDirectory;
       if (workers != null) {
         workers.close();
       }
@@ -764,7 +767,7 @@ public final class ChaosCommand implements Callable<Integer> {
       if (downstream != null) {
         downstream.close();
       }
-      if (deleteDirectory) {
+      if (delete) {
         ChaosPrivateStore.deleteRecursively(directory);
       }
     }
