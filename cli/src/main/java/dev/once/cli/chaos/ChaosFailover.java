@@ -199,26 +199,10 @@ abstract class ChaosFailover implements AutoCloseable {
    * @throws CommandFailure (exit 2) if the binaries are missing or a server does not start
    */
   static ChaosFailover start(String kind, Replication replication, Path runDirectory) {
-    ChaosFailover store = null;
-    try {
-      store = kind.equals(REDIS_SENTINEL) ? new RedisSentinel(replication, runDirectory)
-          : new PostgresStandby(replication);
-      store.startAll();
-      return store;
-    } catch (IOException | SQLException | RuntimeException e) {
-      if (store != null) {
-        store.close();
-      }
-      throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot start the " + kind
-          + " servers: " + e.getMessage());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      if (store != null) {
-        store.close();
-      }
-      throw new CommandFailure(CommandFailure.CANNOT_RUN, "interrupted while starting the "
-          + kind + " servers");
-    }
+    return ChaosPrivateStore.started(kind + " servers",
+        () -> kind.equals(REDIS_SENTINEL) ? new RedisSentinel(replication, runDirectory)
+            : new PostgresStandby(replication),
+        ChaosFailover::startAll);
   }
 
   /** The store URI of the workers and the audit: through the Sentinels, or every host. */
@@ -242,8 +226,48 @@ abstract class ChaosFailover implements AutoCloseable {
    * @throws IOException if the promotion or the rejoin does not happen within
    *                     {@value #PROMOTION_MILLIS} ms
    */
-  abstract Failover failover(long lagMillis, long downMillis)
-      throws IOException, InterruptedException;
+  final Failover failover(long lagMillis, long downMillis)
+      throws IOException, InterruptedException {
+    choose();
+    long killedAt;
+    if (lagMillis > 0) {
+      pauseReplica(true);
+      try {
+        ballast();
+        Thread.sleep(lagMillis);
+        killedAt = System.currentTimeMillis();
+        killPrimary();
+      } finally {
+        pauseReplica(false);
+      }
+    } else {
+      killedAt = System.currentTimeMillis();
+      killPrimary();
+    }
+    awaitPromotion();
+    long promotedAt = System.currentTimeMillis();
+    Thread.sleep(downMillis);
+    rejoin();
+    return new Failover(killedAt, promotedAt, System.currentTimeMillis());
+  }
+
+  /** Finds the primary of this failover and the replica that is to take over. */
+  abstract void choose() throws IOException;
+
+  /** {@code SIGSTOP}s ({@code pause}) or {@code SIGCONT}s every process of the replica. */
+  abstract void pauseReplica(boolean pause) throws IOException, InterruptedException;
+
+  /** Writes the ballast on the primary, outside the store's records. */
+  abstract void ballast() throws IOException;
+
+  /** {@code kill -9} of the primary, every process of it. */
+  abstract void killPrimary();
+
+  /** Waits until the replica is the primary and takes writes. */
+  abstract void awaitPromotion() throws IOException, InterruptedException;
+
+  /** Brings the old primary back as the new one's replica, in sync. */
+  abstract void rejoin() throws IOException, InterruptedException;
 
   /** Kills every process and deletes the data; never throws. */
   @Override
@@ -380,38 +404,41 @@ abstract class ChaosFailover implements AutoCloseable {
       throw new IOException("no Sentinel names the primary");
     }
 
+    private RedisProcess old;
+    private RedisProcess replica;
+
     @Override
-    Failover failover(long lagMillis, long downMillis) throws IOException, InterruptedException {
-      RedisProcess old = primary();
-      RedisProcess replica = old == nodes[0] ? nodes[1] : nodes[0];
-      long killedAt;
-      if (lagMillis > 0) {
-        signal(replica.pid(), "STOP");
-        try {
-          ballast(old);
-          Thread.sleep(lagMillis);
-          killedAt = System.currentTimeMillis();
-          old.kill();
-        } finally {
-          signal(replica.pid(), "CONT");
-        }
-      } else {
-        killedAt = System.currentTimeMillis();
-        old.kill();
-      }
-      await("the promotion of the replica", () -> primary() == replica
-          && replica.info("replication").contains("role:master"));
-      long promotedAt = System.currentTimeMillis();
-      Thread.sleep(downMillis);
-      // From its own AOF and configuration: a master, until the Sentinels demote it.
-      old.start();
-      await("the old primary's rejoin as a replica", () -> inSync(old));
-      return new Failover(killedAt, promotedAt, System.currentTimeMillis());
+    void choose() throws IOException {
+      old = primary();
+      replica = old == nodes[0] ? nodes[1] : nodes[0];
     }
 
-    /** One big value outside the store's key prefix, so that replication backs up behind it. */
-    private static void ballast(RedisProcess primary) throws IOException {
-      Resp.ask(primary.port, 60_000, "SET", "once-chaos-ballast", "x".repeat(ballastBytes()));
+    @Override
+    void pauseReplica(boolean pause) throws IOException, InterruptedException {
+      signal(replica.pid(), pause ? "STOP" : "CONT");
+    }
+
+    @Override
+    void ballast() throws IOException {
+      Resp.ask(old.port, 60_000, "SET", "once-chaos-ballast", "x".repeat(ballastBytes()));
+    }
+
+    @Override
+    void killPrimary() {
+      old.kill();
+    }
+
+    @Override
+    void awaitPromotion() throws IOException, InterruptedException {
+      await("the promotion of the replica", () -> primary() == replica
+          && replica.info("replication").contains("role:master"));
+    }
+
+    @Override
+    void rejoin() throws IOException, InterruptedException {
+      // From its own AOF and configuration: a primary, until the Sentinels demote it.
+      old.start();
+      await("the old primary's rejoin as a replica", () -> inSync(old));
     }
 
     private static boolean inSync(RedisProcess node) throws IOException {
@@ -770,35 +797,45 @@ abstract class ChaosFailover implements AutoCloseable {
       throw new IOException("neither PostgreSQL server is a primary");
     }
 
+    private PgNode old;
+    private PgNode standby;
+
     @Override
-    Failover failover(long lagMillis, long downMillis) throws IOException, InterruptedException {
-      PgNode old = current();
-      PgNode standby = old == nodes[0] ? nodes[1] : nodes[0];
-      long killedAt;
-      if (lagMillis > 0) {
-        standby.signalAll("STOP");
-        try {
-          old.ballast();
-          Thread.sleep(lagMillis);
-          killedAt = System.currentTimeMillis();
-          old.kill();
-        } catch (SQLException e) {
-          throw new IOException("the ballast before the lag failed: " + e.getMessage(), e);
-        } finally {
-          standby.signalAll("CONT");
-        }
-      } else {
-        killedAt = System.currentTimeMillis();
-        old.kill();
+    void choose() throws IOException {
+      old = current();
+      standby = old == nodes[0] ? nodes[1] : nodes[0];
+    }
+
+    @Override
+    void pauseReplica(boolean pause) throws IOException, InterruptedException {
+      standby.signalAll(pause ? "STOP" : "CONT");
+    }
+
+    @Override
+    void ballast() throws IOException {
+      try {
+        old.ballast();
+      } catch (SQLException e) {
+        throw new IOException("the ballast before the lag failed: " + e.getMessage(), e);
       }
+    }
+
+    @Override
+    void killPrimary() {
+      old.kill();
+    }
+
+    @Override
+    void awaitPromotion() throws IOException, InterruptedException {
       tool(List.of(bin.resolve("pg_ctl").toString(), "-D", standby.data.toString(), "-w", "-t",
           "60", "promote"), "pg_ctl promote");
       await("the promotion of the standby", standby::primary);
-      long promotedAt = System.currentTimeMillis();
-      Thread.sleep(downMillis);
+    }
+
+    @Override
+    void rejoin() throws IOException, InterruptedException {
       old.follow(standby);
       await("the old primary's rejoin as a standby", () -> standby.streamsTo(old.port));
-      return new Failover(killedAt, promotedAt, System.currentTimeMillis());
     }
 
     private void tool(List<String> command, String what) throws IOException, InterruptedException {

@@ -71,24 +71,50 @@ abstract class ChaosPrivateStore implements AutoCloseable {
    * @throws CommandFailure (exit 2) if the binaries are missing or the server does not start
    */
   static ChaosPrivateStore start(String kind, Path runDirectory) {
-    ChaosPrivateStore store = null;
+    return started("private " + kind + " server",
+        () -> kind.equals("redis") ? Redis.create(runDirectory) : Postgres.create(),
+        ChaosPrivateStore::startServer);
+  }
+
+  /** Makes what a run starts; may fail. */
+  @FunctionalInterface
+  interface Maker<T> {
+    T make() throws Exception;
+  }
+
+  /** Starts what a {@link Maker} made; may fail. */
+  @FunctionalInterface
+  interface Starter<T> {
+    void start(T made) throws Exception;
+  }
+
+  /**
+   * Makes and starts the servers of a run ({@code what}, for the message); whatever was made is
+   * closed (killed, its data deleted) when it does not start, so no failure leaves one behind.
+   *
+   * @throws CommandFailure (exit 2) when making or starting fails
+   */
+  static <T extends AutoCloseable> T started(String what, Maker<T> make, Starter<T> start) {
+    T made = null;
     try {
-      store = kind.equals("redis") ? Redis.create(runDirectory) : Postgres.create();
-      store.startServer();
-      return store;
-    } catch (IOException e) {
-      if (store != null) {
-        store.close();
+      made = make.make();
+      start.start(made);
+      return made;
+    } catch (Exception e) {
+      if (made != null) {
+        try {
+          made.close();
+        } catch (Exception ignored) {
+          // best effort: reporting why it did not start matters more
+        }
       }
-      throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot start the private " + kind
-          + " server: " + e.getMessage());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      if (store != null) {
-        store.close();
+      if (e instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+        throw new CommandFailure(CommandFailure.CANNOT_RUN, "interrupted while starting the "
+            + what);
       }
-      throw new CommandFailure(CommandFailure.CANNOT_RUN, "interrupted while starting the "
-          + "private " + kind + " server");
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "cannot start the " + what + ": "
+          + e.getMessage());
     }
   }
 
