@@ -21,12 +21,11 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 /**
- * Review of issue 25: once.executions{result=failed} used to time from onAcquired (as
- * result=completed still does, from after the claim); it now records onCallEnded's elapsed,
- * which runs from the call's start: the claim, a waiting duplicate's polls and, in a batch, every
- * message handled before this one.
+ * once.executions{result=failed} is timed from the acquired claim, as result=completed is: not
+ * from the call's start (its claim, a waiting duplicate's polls and, in a batch, every message
+ * handled before it). Issue 25 review.
  */
-class Review25TimerTest {
+class FailedExecutionTimerTest {
 
   final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   final InMemoryStore memory = new InMemoryStore();
@@ -40,7 +39,7 @@ class Review25TimerTest {
   }
 
   @Test
-  void aFailedExecutionIsTimedWithItsClaimACompletedOneIsNot() {
+  void aFailedExecutionIsTimedFromItsAcquiredClaimAsACompletedOneIs() {
     // a store whose claim takes 500 ms on the ticker
     IdempotencyStore slowClaims = (IdempotencyStore) Proxy.newProxyInstance(
         getClass().getClassLoader(), new Class<?>[] {IdempotencyStore.class}, (p, m, args) -> {
@@ -69,7 +68,7 @@ class Review25TimerTest {
   }
 
   @Test
-  void aFailedMessageOfABatchIsTimedWithTheMessagesHandledBeforeIt() {
+  void aFailedMessageOfABatchIsTimedWithoutTheMessagesHandledBeforeIt() {
     Once once = Once.builder(memory).ticker(nanos::get).listener(listener).build();
     BatchExecutor<String> executor = BatchExecutor.<String>builder(once, (m, attempt) -> {
       nanos.addAndGet(Duration.ofMillis(m.equals("slow") ? 5_000 : 10).toNanos());
@@ -80,7 +79,7 @@ class Review25TimerTest {
 
     executor.process(List.of("slow", "bad"));
 
-    // (completed: 5010 ms, the batch's completeAll comes after "bad"; as before the change)
+    // (completed: 5010 ms, the batch's completeAll comes after "bad"; as before issue 25)
     assertThat(millis(OnceMetrics.FAILED)).as("the failed handler ran 10 ms").isEqualTo(10.0);
   }
 }
