@@ -99,8 +99,8 @@ final class CompositeListener implements OnceListener {
   }
 
   @Override
-  public void onCallAcquired(Call call, boolean takeover) {
-    each(l -> l.onCallAcquired(call, takeover));
+  public void onCallAcquired(Call call, boolean takeover, Duration elapsed) {
+    each(l -> l.onCallAcquired(call, takeover, elapsed));
   }
 
   @Override

@@ -173,19 +173,25 @@ public interface OnceListener {
   /**
    * A store call made for {@code call}, and how long the call waited for it. A store call serving
    * several calls (a batch's {@code claimAll}, a coalesced claim) is told to each of them; store
-   * calls made after the call ended (writing a failure down) are not told here.
+   * calls writing a failure down (after {@link #onFailed}, before the call ends) are not told
+   * here.
    */
   default void onStoreCall(Call call, String operation, Duration elapsed, boolean succeeded) {}
 
   /**
    * {@code call} holds the claim: its token and attempt are set from here on; {@code takeover}
-   * when a previous holder's lease had passed.
+   * when a previous holder's lease had passed. {@code elapsed} runs from the call's start to now
+   * (on the {@link Once}'s ticker, as {@link #onCallEnded}'s): the time from the claim held to
+   * the call's end is {@code onCallEnded}'s {@code elapsed} minus this one.
    */
-  default void onCallAcquired(Call call, boolean takeover) {}
+  default void onCallAcquired(Call call, boolean takeover, Duration elapsed) {}
 
   /**
    * {@code call} ended, and how; told once per {@link #onCallStarted}, after every other event
-   * of the call. {@code elapsed} runs from the call's start (its first claim included);
+   * of the call: a failed call ends once its failure is settled (compensated, then stored or
+   * released), as {@link CallOutcome#LEASE_LOST} if the lease was lost on the way and
+   * {@link CallOutcome#OUTCOME_UNKNOWN} if the store failed writing it down. {@code elapsed} runs
+   * from the call's start (its first claim included);
    * {@code failure} is the work's failure, the store's ({@link CallOutcome#OUTCOME_UNKNOWN},
    * {@link CallOutcome#NOT_RUN}) or the unexpected exception ({@link CallOutcome#ERROR}), else
    * null.

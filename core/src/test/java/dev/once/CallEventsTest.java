@@ -52,7 +52,7 @@ class CallEventsTest {
     }
 
     @Override
-    public void onCallAcquired(Call call, boolean takeover) {
+    public void onCallAcquired(Call call, boolean takeover, Duration elapsed) {
       calls.add(call);
       events.add(call.id() + " acquired attempt=" + call.attempt()
           + (takeover ? " takeover" : ""));
@@ -158,7 +158,7 @@ class CallEventsTest {
       }
 
       @Override
-      public void onCallAcquired(Call call, boolean takeover) {
+      public void onCallAcquired(Call call, boolean takeover, Duration elapsed) {
         throw new IllegalStateException("acquired");
       }
 
@@ -232,6 +232,131 @@ class CallEventsTest {
         });
 
     assertThat(old).containsExactly("claim 0ms", "acquired k1", "complete 0ms", "completed 7ms");
+  }
+
+  // A failure's call ends once its failure is settled, as the settling came to; nothing of the
+  // call is told after its end (issue 25 review).
+
+  /** The failure events and the call's start and end, as text. */
+  final List<String> failureEvents = new CopyOnWriteArrayList<>();
+  final OnceListener failureRecorder = new OnceListener() {
+    @Override
+    public void onCallStarted(Call call) {
+      failureEvents.add("started");
+    }
+
+    @Override
+    public void onCallEnded(Call call, CallOutcome outcome, Duration elapsed, Throwable failure) {
+      failureEvents.add("ended " + outcome + " failure=" + (failure == null ? null
+          : failure.getClass().getSimpleName()));
+    }
+
+    @Override
+    public void onOutcomeUnknown(IdempotencyKey key, long token, Throwable storeFailure) {
+      failureEvents.add("onOutcomeUnknown");
+    }
+
+    @Override
+    public void onLeaseLost(IdempotencyKey key, long token) {
+      failureEvents.add("onLeaseLost");
+    }
+
+    @Override
+    public void onFailed(IdempotencyKey key, long token, Throwable failure, boolean terminal) {
+      failureEvents.add("onFailed terminal=" + terminal);
+    }
+  };
+
+  /** The store, with every {@code method} refused as unavailable. */
+  IdempotencyStore refusing(String method) {
+    return (IdempotencyStore) Proxy.newProxyInstance(getClass().getClassLoader(),
+        new Class<?>[] {IdempotencyStore.class}, (proxy, m, args) -> {
+          if (m.getName().equals(method)) {
+            throw new StoreUnavailableException(method + " down", null);
+          }
+          try {
+            return m.invoke(store, args);
+          } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+  }
+
+  @Test
+  void aTerminalFailureTheStoreCannotWriteDownEndsOutcomeUnknownAfterItsOnOutcomeUnknown() {
+    Once refused = Once.builder(refusing("complete")).ticker(nanos::get)
+        .listener(failureRecorder).sleeper(d -> {})
+        .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalArgumentException.class))
+        .build();
+    assertThatThrownBy(() -> refused.execute(IdempotencyKey.of("p", "k1"), Fingerprint.of("a"),
+        Codecs.utf8(), attempt -> {
+          throw new IllegalArgumentException("declined");
+        })).isInstanceOf(IllegalArgumentException.class);
+
+    assertThat(failureEvents).containsExactly("started", "onFailed terminal=true",
+        "onOutcomeUnknown", "ended OUTCOME_UNKNOWN failure=StoreUnavailableException");
+  }
+
+  @Test
+  void aRetryableFailureWhoseReleaseTheStoreRefusesEndsOutcomeUnknownLast() {
+    Once refused = Once.builder(refusing("fail")).ticker(nanos::get).listener(failureRecorder)
+        .sleeper(d -> {}).build();
+    assertThatThrownBy(() -> refused.execute(IdempotencyKey.of("p", "k1"), Fingerprint.of("a"),
+        Codecs.utf8(), attempt -> {
+          throw new IllegalStateException("gateway down");
+        })).isInstanceOf(IllegalStateException.class);
+
+    assertThat(failureEvents).containsExactly("started", "onFailed terminal=false",
+        "onOutcomeUnknown", "ended OUTCOME_UNKNOWN failure=StoreUnavailableException");
+  }
+
+  @Test
+  void aTerminalFailureWrittenDownEndsFailedTerminalLast() {
+    Once plain = Once.builder(store).ticker(nanos::get).listener(failureRecorder)
+        .failurePolicy(FailurePolicy.retryAll().terminalOn(IllegalArgumentException.class))
+        .build();
+    assertThatThrownBy(() -> plain.execute(IdempotencyKey.of("p", "k1"), Fingerprint.of("a"),
+        Codecs.utf8(), attempt -> {
+          throw new IllegalArgumentException("declined");
+        })).isInstanceOf(IllegalArgumentException.class);
+
+    assertThat(failureEvents).containsExactly("started", "onFailed terminal=true",
+        "ended FAILED_TERMINAL failure=IllegalArgumentException");
+  }
+
+  @Test
+  void aBatchEndedByAnErrorEndsTheMessageInHandInItAndTheMessagesNeverReachedNotRun() {
+    Once plain = Once.builder(store).ticker(nanos::get).listener(failureRecorder).build();
+    BatchExecutor<String> executor = BatchExecutor.<String>builder(plain, (m, attempt) -> {
+      if (m.equals("boom")) {
+        throw new AssertionError("fatal");
+      }
+    }).scope("orders").key(m -> m).build();
+
+    assertThatThrownBy(() -> executor.process(List.of("boom", "next")))
+        .isInstanceOf(AssertionError.class);
+
+    assertThat(failureEvents).containsExactly("started", "started",
+        "ended ERROR failure=AssertionError", "ended NOT_RUN failure=null");
+  }
+
+  @Test
+  void aBatchEndedByAnErrorEndsItsHandledMessagesWhoseOutcomesTheStoreRefusedOutcomeUnknown() {
+    Once refused = Once.builder(refusing("completeAll")).ticker(nanos::get)
+        .listener(failureRecorder).sleeper(d -> {}).build();
+    BatchExecutor<String> executor = BatchExecutor.<String>builder(refused, (m, attempt) -> {
+      if (m.equals("boom")) {
+        throw new AssertionError("fatal");
+      }
+    }).scope("orders").key(m -> m).build();
+
+    assertThatThrownBy(() -> executor.process(List.of("done", "boom", "next")))
+        .isInstanceOf(AssertionError.class);
+
+    assertThat(failureEvents).containsExactly("started", "started", "started",
+        "ended ERROR failure=AssertionError",
+        "ended OUTCOME_UNKNOWN failure=StoreUnavailableException",
+        "ended NOT_RUN failure=null");
   }
 
   String run(String key, String body) {

@@ -222,6 +222,10 @@ public final class BatchEngine<M> {
       // already handled are stored first, as they would have been one by one, before anything
       // else happens. The message being handled is left to its lease (whether its handler ran
       // is not known); on anything but an Error the claims not reached are given back.
+      // The message in hand ends in the error (unless its handler's Error ended it already).
+      if (reached < n && batch.dispositions[reached] == null && batch.calls[reached] != null) {
+        batch.calls[reached].end(OnceListener.CallOutcome.ERROR, fatal);
+      }
       storePending(batch, !(fatal instanceof Error));
       if (!(fatal instanceof Error)) {
         for (int k = reached + 1; k < n; k++) {
@@ -281,6 +285,9 @@ public final class BatchEngine<M> {
       if (!keep) {
         LOG.log(System.Logger.Level.WARNING, "could not store the outcomes of "
             + completions.size() + " messages", e);
+        for (BatchRun.Pending p : batch.pending.values()) {
+          p.events().end(OnceListener.CallOutcome.OUTCOME_UNKNOWN, e);
+        }
         return Map.of();
       }
       // The handlers returned: their work must not run again because the store failed now. The
@@ -499,6 +506,7 @@ public final class BatchEngine<M> {
       // The process is going down: record nothing, as a killed process could not either. The
       // lease runs out and the next worker takes over.
       leases.drop(attempt);
+      events.end(OnceListener.CallOutcome.ERROR, fatal);
       throw fatal;
     }
     ReplayedFailureException committed = attempt.committedFailure();
@@ -545,6 +553,22 @@ public final class BatchEngine<M> {
    * the claim released, so a slow broker cannot let another worker take the message over.
    */
   private Disposition failed(M message, IdempotencyKey key, Claim.Acquired acquired,
+      AttemptImpl attempt, Exception failure, CallEvents events) {
+    Disposition settled = null;
+    try {
+      settled = settleFailure(message, key, acquired, attempt, failure, events);
+      return settled;
+    } finally {
+      // Settled: the call ends as the settling came to (a lost lease ended it already), after
+      // every other event of it.
+      if (settled != null && settled.status() == Status.OUTCOME_PENDING) {
+        events.end(OnceListener.CallOutcome.OUTCOME_UNKNOWN, settled.failure());
+      }
+      events.endFailure();
+    }
+  }
+
+  private Disposition settleFailure(M message, IdempotencyKey key, Claim.Acquired acquired,
       AttemptImpl attempt, Exception failure, CallEvents events) {
     long token = acquired.token();
     int number = acquired.attempt();

@@ -44,8 +44,8 @@ final class BatchRun<M> {
   }
 
   /**
-   * Ends every call the batch did not end (a message not run, or whose outcome is kept unstored),
-   * as its result says.
+   * Ends every call the batch did not end (a message not run or never reached, or whose outcome
+   * is kept unstored), as its result says.
    */
   void endCalls() {
     for (int i = 0; i < calls.length; i++) {
@@ -55,7 +55,8 @@ final class BatchRun<M> {
       }
       Disposition d = dispositions[i];
       if (d == null) {
-        call.end(dev.once.OnceListener.CallOutcome.ERROR, null);
+        // Never reached (the batch ended early): the one in hand ended in the error already.
+        call.end(dev.once.OnceListener.CallOutcome.NOT_RUN, null);
       } else if (d.status() == dev.once.batch.ItemResult.Status.OUTCOME_PENDING) {
         call.end(dev.once.OnceListener.CallOutcome.OUTCOME_UNKNOWN, d.failure());
       } else if (d.status() == dev.once.batch.ItemResult.Status.LEASE_LOST) {

@@ -110,7 +110,7 @@ public final class Execution {
     } catch (Throwable t) {
       // Unless an event ended it already (the work's failure, a lost lease, an answer), the call
       // ends here: not run if it never held the claim (the store failed), else in error.
-      events.end(events.call().acquired() ? OnceListener.CallOutcome.ERROR
+      events.end(events.holdsClaim() ? OnceListener.CallOutcome.ERROR
           : OnceListener.CallOutcome.NOT_RUN, t);
       throw t;
     }
@@ -163,6 +163,7 @@ public final class Execution {
     } catch (RuntimeException unreadable) {
       // A step journal this version cannot read (written by a newer one): not run here.
       giveBack(store, key, acquired.token(), "not run: " + unreadable.getMessage());
+      events.end(OnceListener.CallOutcome.NOT_RUN, unreadable);
       throw unreadable;
     }
     try {
@@ -226,6 +227,9 @@ public final class Execution {
       settleFailure(events, key, token, failure, attempt, () -> stop(heartbeat));
     } finally {
       stop(heartbeat);
+      // Settled: the call ends as the settling came to, unless a lost lease or an outcome
+      // unknown ended it already; nothing of the call is told after this.
+      events.endFailure();
     }
   }
 

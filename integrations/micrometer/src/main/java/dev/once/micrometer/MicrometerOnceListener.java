@@ -35,6 +35,12 @@ public final class MicrometerOnceListener implements OnceListener {
   private final boolean scopeTag;
   private final Map<String, Counter> counters = new ConcurrentHashMap<>();
   private final Map<String, Timer> timers = new ConcurrentHashMap<>();
+  /**
+   * When each call in progress acquired its claim (nanoseconds since its start, on the
+   * {@code Once}'s ticker), by {@link Call#id()}: kept from {@link #onCallAcquired} to
+   * {@link #onCallEnded}, to time a failed execution from its acquisition.
+   */
+  private final Map<Long, Long> acquiredAt = new ConcurrentHashMap<>();
   private MicrometerOnceListener(Builder b) {
     this.registry = b.registry;
     this.commonTags = b.tags.and(OnceMetrics.TAG_STORE, b.store);
@@ -90,13 +96,22 @@ public final class MicrometerOnceListener implements OnceListener {
     count(OnceMetrics.LEASE_LOST, key);
   }
 
+  /** Notes when the call acquired its claim, to time its execution if it fails. */
+  @Override
+  public void onCallAcquired(Call call, boolean takeover, Duration elapsed) {
+    acquiredAt.put(call.id(), elapsed.toNanos());
+  }
+
   /**
-   * Times a failed or lost execution (a completed one is timed by {@link #onCompleted}): the
-   * call carries its duration, from its claim on, measured on the {@code Once}'s ticker.
+   * Times a failed or lost execution (a completed one is timed by {@link #onCompleted}): from
+   * the claim acquired to the call's end (its failure settled: compensated, stored or released),
+   * measured on the {@code Once}'s ticker; the claim itself and, in a batch, the messages handled
+   * before it are not included.
    */
   @Override
   public void onCallEnded(Call call, CallOutcome outcome, Duration elapsed, Throwable failure) {
-    if (!call.acquired()) {
+    Long acquired = acquiredAt.remove(call.id());
+    if (acquired == null || !call.acquired()) {
       return;
     }
     String result = switch (outcome) {
@@ -106,7 +121,8 @@ public final class MicrometerOnceListener implements OnceListener {
       default -> null;
     };
     if (result != null) {
-      executionTimer(result, call.key()).record(elapsed);
+      executionTimer(result, call.key())
+          .record(Duration.ofNanos(Math.max(0, elapsed.toNanos() - acquired)));
     }
   }
 

@@ -59,8 +59,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *       siblings under the same parent, not its children. Once does not tell when the work itself
  *       returns in every engine (a Kafka batch completes its records together, later), and a scope
  *       left open would leak into whatever the thread runs next.
- *   <li>A failed call ends at {@code onFailed}, which comes before the release or the stored
- *       failure is written: that write is in the metrics, not in the observation.
+ *   <li>A failed call ends at {@code onCallEnded}, once its release or stored failure is
+ *       written; that write is in the metrics, not an event of the observation.
  *   <li>A call that never held the claim (the store was down: {@code NOT_RUN}) makes no
  *       observation; it is counted by {@code once.store.calls{result=error}}. A call that held it
  *       and ended without an outcome (given back unrun, or an unexpected exception) is stopped as
@@ -148,7 +148,7 @@ public final class ObservationOnceListener implements OnceListener {
   }
 
   @Override
-  public void onCallAcquired(Call call, boolean takeover) {
+  public void onCallAcquired(Call call, boolean takeover, Duration elapsed) {
     Tracked t = calls.get(call.id());
     if (t == null) {
       return;

@@ -248,8 +248,8 @@ class ObservationOnceListenerTest {
     listener.onCallStarted(call(2, second, -1));
     listener.onStoreCall(call(1, first, -1), "claimAll", Duration.ofMillis(2), true);
     listener.onStoreCall(call(2, second, -1), "claimAll", Duration.ofMillis(2), true);
-    listener.onCallAcquired(call(1, first, 1), false);
-    listener.onCallAcquired(call(2, second, 1), false);
+    listener.onCallAcquired(call(1, first, 1), false, Duration.ZERO);
+    listener.onCallAcquired(call(2, second, 1), false, Duration.ZERO);
     listener.onStoreCall(call(2, second, 1), "completeAll", Duration.ofMillis(3), true);
     listener.onCallEnded(call(2, second, 1), OnceListener.CallOutcome.COMPLETED,
         Duration.ofMillis(8), null);
@@ -289,7 +289,7 @@ class ObservationOnceListenerTest {
     IdempotencyKey key = IdempotencyKey.of("payments", "k1");
     listener.onCallStarted(call(1, key, -1));
     listener.onStoreCall(call(1, key, -1), "claim", Duration.ofMillis(1), true);
-    listener.onCallAcquired(call(1, key, 7), false);
+    listener.onCallAcquired(call(1, key, 7), false, Duration.ZERO);
     Thread beat = new Thread(() -> {
       listener.onStoreCall("extend", Duration.ofMillis(1), false);
       listener.onHeartbeatFailed(key, 7, new IllegalStateException("store down"));
@@ -341,7 +341,7 @@ class ObservationOnceListenerTest {
   void aCallThatHeldItsClaimAndEndedWithoutAnOutcomeIsAbandoned() {
     IdempotencyKey key = IdempotencyKey.of("orders", "r1");
     listener.onCallStarted(call(1, key, -1));
-    listener.onCallAcquired(call(1, key, 3), false);
+    listener.onCallAcquired(call(1, key, 3), false, Duration.ZERO);
     listener.onCallEnded(call(1, key, 3), OnceListener.CallOutcome.NOT_RUN, Duration.ZERO, null);
 
     assertThat(recorder.only(OnceObservations.ABANDONED).token()).isEqualTo(3);
@@ -352,7 +352,7 @@ class ObservationOnceListenerTest {
   void eventsOfACallNeverStartedAreIgnored() {
     IdempotencyKey key = IdempotencyKey.of("orders", "r1");
     listener.onStoreCall(call(9, key, -1), "claim", Duration.ZERO, true);
-    listener.onCallAcquired(call(9, key, 1), false);
+    listener.onCallAcquired(call(9, key, 1), false, Duration.ZERO);
     listener.onCallEnded(call(9, key, 1), OnceListener.CallOutcome.COMPLETED, Duration.ZERO, null);
     listener.onHeartbeatFailed(key, 1, new IllegalStateException("x"));
 

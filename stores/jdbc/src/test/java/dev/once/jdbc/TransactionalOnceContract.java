@@ -867,7 +867,7 @@ abstract class TransactionalOnceContract {
       }
 
       @Override
-      public void onCallAcquired(Call call, boolean takeover) {
+      public void onCallAcquired(Call call, boolean takeover, Duration elapsed) {
         events.add(id(call) + " acquired attempt=" + call.attempt());
       }
 

@@ -275,7 +275,14 @@ public final class TransactionalEngine {
       complete(s, key, token, outcome);
     } catch (SQLException e) {
       s.undo(e);
-      throw unavailable(s, "complete on " + key, e);
+      StoreUnavailableException unavailable = unavailable(s, "complete on " + key, e);
+      // As core's engine: the completion (or its commit) failed, the outcome is not known stored.
+      s.events.end(OnceListener.CallOutcome.OUTCOME_UNKNOWN, unavailable);
+      throw unavailable;
+    } catch (StoreUnavailableException e) {
+      s.undo(e);
+      s.events.end(OnceListener.CallOutcome.OUTCOME_UNKNOWN, e);
+      throw e;
     } catch (RuntimeException | Error e) {
       s.undo(e);
       throw e;
@@ -357,6 +364,15 @@ public final class TransactionalEngine {
 
   /** A failure of the logic: terminal ones are stored, the rest roll everything back. */
   private void recordFailure(Scope s, IdempotencyKey key, long token, Throwable failure) {
+    try {
+      settleFailure(s, key, token, failure);
+    } finally {
+      // Settled: the call ends as it came to (after every other event of the call).
+      s.events.endFailure();
+    }
+  }
+
+  private void settleFailure(Scope s, IdempotencyKey key, long token, Throwable failure) {
     boolean terminal = s.after != null && settings.failurePolicy().isTerminal(failure);
     s.events.onFailed(key, token, failure, terminal);
     if (!terminal) {
@@ -369,8 +385,13 @@ public final class TransactionalEngine {
     } catch (SQLException | RuntimeException e) {
       // The caller's exception stays the one thrown; nothing was stored, a retry runs again.
       s.undo(e);
-      failure.addSuppressed(e instanceof SQLException se
-          ? unavailable(s, "storing the terminal failure of " + key, se) : e);
+      RuntimeException why = e instanceof SQLException se
+          ? unavailable(s, "storing the terminal failure of " + key, se) : (RuntimeException) e;
+      failure.addSuppressed(why);
+      if (why instanceof StoreUnavailableException) {
+        // Not known stored: the call ends so, not as a stored terminal failure.
+        s.events.end(OnceListener.CallOutcome.OUTCOME_UNKNOWN, why);
+      }
     }
   }
 

@@ -12,7 +12,9 @@ import java.util.function.LongSupplier;
  * The listener as one {@code TransactionalOnce} call sees it, as core's engine tells it: tells
  * {@link OnceListener#onCallStarted} when made, and as an {@link OnceListener} passes every event
  * on and tells the call-scoped events that follow from it (a store call is also this call's; the
- * event that decides the call also ends it, once). The listener it wraps is guarded
+ * event that decides the call also ends it, once, after every other event of the call: the same
+ * events as core's, {@code onFailed} excepted, after which the failure is settled and the engine
+ * ends the call ({@link #endFailure})). The listener it wraps is guarded
  * ({@link OnceListener#guarded}), so a throwing one never fails the call.
  */
 final class TxCall implements OnceListener {
@@ -24,6 +26,9 @@ final class TxCall implements OnceListener {
   private Call call;
   private boolean notStored;
   private boolean ended;
+  /** The failure told by {@code onFailed}, and whether terminal. */
+  private Throwable failed;
+  private boolean failedTerminal;
 
   private TxCall(OnceListener listener, LongSupplier ticker, IdempotencyKey key) {
     this.listener = listener;
@@ -51,7 +56,8 @@ final class TxCall implements OnceListener {
     call = call.holding(acquired.token(), acquired.attempt());
     if (listener != null) {
       listener.onAcquired(call.key(), acquired.token(), acquired.takeover());
-      listener.onCallAcquired(call, acquired.takeover());
+      listener.onCallAcquired(call, acquired.takeover(),
+          Duration.ofNanos(ticker.getAsLong() - started));
     }
   }
 
@@ -62,6 +68,16 @@ final class TxCall implements OnceListener {
     }
     ended = true;
     listener.onCallEnded(call, outcome, Duration.ofNanos(ticker.getAsLong() - started), failure);
+  }
+
+  /**
+   * Ends a call whose work failed, once its failure is settled: {@code FAILED} or
+   * {@code FAILED_TERMINAL} as {@code onFailed} said, unless it ended already.
+   */
+  void endFailure() {
+    if (failed != null) {
+      end(failedTerminal ? CallOutcome.FAILED_TERMINAL : CallOutcome.FAILED, failed);
+    }
   }
 
   // The listener's events, passed on; those that decide the call end it.
@@ -110,7 +126,32 @@ final class TxCall implements OnceListener {
     if (listener != null) {
       listener.onFailed(key, token, failure, terminal);
     }
-    end(terminal ? CallOutcome.FAILED_TERMINAL : CallOutcome.FAILED, failure);
+    // Not the end: the failure is settled after (stored, or rolled back); endFailure ends it.
+    failed = failure;
+    failedTerminal = terminal;
+  }
+
+  @Override
+  public void onLeaseLost(IdempotencyKey key, long token) {
+    if (listener != null) {
+      listener.onLeaseLost(key, token);
+    }
+    end(CallOutcome.LEASE_LOST, null);
+  }
+
+  @Override
+  public void onOutcomeUnknown(IdempotencyKey key, long token, Throwable storeFailure) {
+    if (listener != null) {
+      listener.onOutcomeUnknown(key, token, storeFailure);
+    }
+    end(CallOutcome.OUTCOME_UNKNOWN, storeFailure);
+  }
+
+  @Override
+  public void onHeartbeatFailed(IdempotencyKey key, long token, Throwable error) {
+    if (listener != null) {
+      listener.onHeartbeatFailed(key, token, error);
+    }
   }
 
   @Override
@@ -125,7 +166,7 @@ final class TxCall implements OnceListener {
   public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
     if (listener != null) {
       listener.onStoreCall(operation, elapsed, succeeded);
-      if (!ended) {
+      if (!ended && failed == null) { // writing a failure down is not the call's store call
         listener.onStoreCall(call, operation, elapsed, succeeded);
       }
     }
