@@ -7,6 +7,7 @@ import dev.once.spi.IdempotencyStore;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 /**
  * Runs business logic once per idempotency key, in effect, however often the request or message is
@@ -134,7 +135,7 @@ public final class Once {
     FailurePolicy failurePolicy = FailurePolicy.retryAll();
     int maxPayloadBytes = Builder.DEFAULT_MAX_PAYLOAD_BYTES;
     Clock clock = Clock.systemUTC();
-    java.util.function.LongSupplier ticker = System::nanoTime;
+    LongSupplier ticker = System::nanoTime;
     Sleeper sleeper = Sleeper.SYSTEM;
     OnceListener listener = NoListener.INSTANCE;
     Scheduler heartbeat;
@@ -215,7 +216,7 @@ public final class Once {
     }
 
     /** Where durations told to the listener come from, in nanoseconds. */
-    public java.util.function.LongSupplier ticker() {
+    public LongSupplier ticker() {
       return ticker;
     }
 
@@ -339,7 +340,7 @@ public final class Once {
      * calls ({@link OnceListener#onCallEnded}). Inject one a test moves (with the clock) instead
      * of sleeping. Leases and retention follow the {@link #clock}, not this.
      */
-    public Builder ticker(java.util.function.LongSupplier ticker) {
+    public Builder ticker(LongSupplier ticker) {
       config.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }

@@ -17,6 +17,7 @@ import java.sql.Connection;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 /**
  * Transactional mode (docs/architecture.md, "SQL stores and the two execution modes"): the claim of the key, the business SQL and the stored outcome
@@ -210,7 +211,7 @@ public final class TransactionalOnce {
     private int maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
     private Duration lockWait = DEFAULT_LOCK_WAIT;
     private OnceListener listener;
-    private java.util.function.LongSupplier ticker = System::nanoTime;
+    private LongSupplier ticker = System::nanoTime;
 
     private Builder(JdbcStore store) {
       this.store = Objects.requireNonNull(store, "store");
@@ -277,7 +278,7 @@ public final class TransactionalOnce {
      * {@link System#nanoTime()} (the default), as {@code Once.Builder.ticker}: a test moves it
      * instead of sleeping.
      */
-    public Builder ticker(java.util.function.LongSupplier ticker) {
+    public Builder ticker(LongSupplier ticker) {
       this.ticker = Objects.requireNonNull(ticker, "ticker");
       return this;
     }
