@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Properties;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -106,7 +107,7 @@ abstract class ChaosFailover implements AutoCloseable {
    */
   static final class Runner {
     private final ChaosFailover store;
-    private final java.util.List<Failover> done = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<Failover> done = new CopyOnWriteArrayList<>();
     private Thread running;
     private volatile Exception failure;
 

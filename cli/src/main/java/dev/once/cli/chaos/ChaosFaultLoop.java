@@ -3,6 +3,8 @@ package dev.once.cli.chaos;
 import dev.once.cli.support.CommandFailure;
 import dev.once.cli.support.Progress;
 import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Random;
 
@@ -160,7 +162,7 @@ final class ChaosFaultLoop {
    */
   static String describe(ChaosCommand.Plan plan, ChaosTime.Range term, ChaosProxy proxy,
       String cuts) {
-    java.util.List<String> faults = new java.util.ArrayList<>();
+    List<String> faults = new ArrayList<>();
     if (plan.kill() != null) {
       faults.add("kill -9 a worker every " + plan.kill());
     }
@@ -239,8 +241,8 @@ final class ChaosFaultLoop {
   }
 
   /** The failovers finished; empty without --failover. */
-  java.util.List<ChaosFailover.Failover> failovers() {
-    return failovers == null ? java.util.List.of() : failovers.failovers();
+  List<ChaosFailover.Failover> failovers() {
+    return failovers == null ? List.of() : failovers.failovers();
   }
 
   /** When the faults started and ended (epoch millis). */
