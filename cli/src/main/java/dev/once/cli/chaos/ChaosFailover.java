@@ -638,23 +638,16 @@ abstract class ChaosFailover implements AutoCloseable {
       }
 
       void settings() throws IOException {
-        Files.writeString(data.resolve("postgresql.conf"), String.join("\n", "",
-            "# once chaos --failover: a private server on loopback; every commit flushed",
-            "port = " + port,
-            "listen_addresses = '" + HOST + "'",
-            "unix_socket_directories = '" + directory + "'",
-            "fsync = on",
-            "synchronous_commit = on",
-            "full_page_writes = on",
-            "max_connections = 300",
-            "wal_level = replica",
-            "max_wal_senders = 10",
-            "wal_keep_size = '256MB'",
-            "hot_standby = on",
-            "wal_receiver_status_interval = '1s'",
-            // Every node carries it: a promoted standby then waits for its own standby, too.
-            "synchronous_standby_names = '" + (replication == Replication.SYNC ? "*" : "") + "'",
-            ""), StandardOpenOption.APPEND);
+        Files.writeString(data.resolve("postgresql.conf"), String.join("\n",
+            ChaosPrivateStore.settings("once chaos --failover", port, directory,
+                "wal_level = replica",
+                "max_wal_senders = 10",
+                "wal_keep_size = '256MB'",
+                "hot_standby = on",
+                "wal_receiver_status_interval = '1s'",
+                // Every node carries it: a promoted standby then waits for its own standby, too.
+                "synchronous_standby_names = '" + (replication == Replication.SYNC ? "*" : "")
+                    + "'")), StandardOpenOption.APPEND);
       }
 
       void start() throws IOException, InterruptedException {

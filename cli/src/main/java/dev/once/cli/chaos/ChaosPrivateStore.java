@@ -181,6 +181,26 @@ abstract class ChaosPrivateStore implements AutoCloseable {
   }
 
   /**
+   * The lines a private PostgreSQL server's {@code postgresql.conf} ends with: on {@code port} of
+   * loopback only, its socket in {@code socketDirectory}, every commit flushed ({@code fsync},
+   * {@code synchronous_commit}); {@code more} after them.
+   */
+  static List<String> settings(String by, int port, Path socketDirectory, String... more) {
+    List<String> lines = new ArrayList<>(List.of("",
+        "# " + by + ": a private server on loopback; every commit flushed",
+        "port = " + port,
+        "listen_addresses = '" + HOST + "'",
+        "unix_socket_directories = '" + socketDirectory + "'",
+        "fsync = on",
+        "synchronous_commit = on",
+        "full_page_writes = on",
+        "max_connections = 300"));
+    lines.addAll(List.of(more));
+    lines.add("");
+    return lines;
+  }
+
+  /**
    * Hands {@code directory} to the {@code postgres} user: as root, PostgreSQL's servers run as
    * that user, who must own their data.
    */
@@ -389,16 +409,8 @@ abstract class ChaosPrivateStore implements AutoCloseable {
             "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"),
             "initdb");
         Files.writeString(postgres.data.resolve("postgresql.conf"), String.join("\n",
-            "",
-            "# once chaos: a private server on loopback; every commit flushed",
-            "port = " + postgres.port,
-            "listen_addresses = '" + HOST + "'",
-            "unix_socket_directories = '" + directory + "'",
-            "fsync = on",
-            "synchronous_commit = on",
-            "full_page_writes = on",
-            "max_connections = 300",
-            ""), java.nio.file.StandardOpenOption.APPEND);
+            settings("once chaos", postgres.port, directory)),
+            java.nio.file.StandardOpenOption.APPEND);
         return postgres;
       } catch (IOException | InterruptedException | RuntimeException e) {
         postgres.deleteData();
