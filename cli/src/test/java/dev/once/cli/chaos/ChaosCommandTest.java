@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -152,6 +153,7 @@ class ChaosCommandTest {
    * {@code Durability.replicas(1)} nothing answered is lost.
    */
   @Test
+  @Tag("failover") // a chaos run: .ci/run runs it through ./once; see cli/pom.xml
   void onceHoldsThroughRedisSentinelFailovers() throws Exception {
     assumeTrue(Stream.of("/usr/bin/redis-server", "/usr/local/bin/redis-server")
         .anyMatch(p -> Files.isExecutable(Path.of(p))), "redis-server is not installed");
@@ -178,6 +180,7 @@ class ChaosCommandTest {
    * their outcome was answered, and the audit says so (exit 1).
    */
   @Test
+  @Tag("failover") // a chaos run: .ci/run runs it through ./once; see cli/pom.xml
   void theAuditCatchesCompletionsLostWithAnAsynchronousStandby() throws Exception {
     assumeTrue(Files.isDirectory(Path.of("/usr/lib/postgresql")), "PostgreSQL is not installed");
     Run run = chaos("--failover", "postgres-standby", "--replication", "async", "--lag", "2s",
