@@ -492,12 +492,25 @@ abstract class ChaosFailover implements AutoCloseable {
       }
       process = new ProcessBuilder(command).redirectErrorStream(true)
           .redirectOutput(Redirect.appendTo(directory.resolve("out.log").toFile())).start();
-      await("redis-server on port " + port + " answering PING", () -> {
+      long deadline = System.currentTimeMillis() + PROMOTION_MILLIS;
+      while (true) {
         if (!process.isAlive()) {
-          throw new IllegalStateException("exited");
+          throw new IOException("redis-server on port " + port + " exited with code "
+              + process.exitValue() + "; see " + directory);
         }
-        return "PONG".equals(Resp.ask(port, "PING"));
-      });
+        try {
+          if ("PONG".equals(Resp.ask(port, "PING"))) {
+            return;
+          }
+        } catch (IOException notYet) {
+          // not listening yet, or loading its AOF
+        }
+        if (System.currentTimeMillis() > deadline) {
+          throw new IOException("redis-server on port " + port + " did not answer PING within "
+              + PROMOTION_MILLIS / 1000 + " s");
+        }
+        Thread.sleep(20);
+      }
     }
 
     long pid() {

@@ -1,16 +1,11 @@
 package dev.once.cli.chaos;
 
 import dev.once.cli.support.CommandFailure;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.lang.ProcessBuilder.Redirect;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.UserPrincipal;
@@ -267,20 +262,18 @@ abstract class ChaosPrivateStore implements AutoCloseable {
 
   /** A private {@code redis-server}, AOF with an fsync before every reply. */
   static final class Redis extends ChaosPrivateStore {
-    private final String binary;
-    private Process process;
+    /** The server, as the failover topologies run theirs: a configuration file of its own. */
+    private final ChaosFailover.RedisProcess server;
     private String version = "";
 
-    private Redis(Path directory, int port, String binary) {
+    private Redis(Path directory, int port, String binary) throws IOException {
       super(directory, port);
-      this.binary = binary;
+      this.server = new ChaosFailover.RedisProcess(binary, directory, port, false);
+      server.configure(List.of("appendonly yes", "appendfsync always", "save \"\""));
     }
 
     static Redis create(Path runDirectory) throws IOException {
-      String binary = findRedisServer();
-      Path directory = runDirectory.resolve("redis");
-      Files.createDirectories(directory);
-      return new Redis(directory, freePort(), binary);
+      return new Redis(runDirectory.resolve("redis"), freePort(), findRedisServer());
     }
 
     static String findRedisServer() throws IOException {
@@ -319,65 +312,15 @@ abstract class ChaosPrivateStore implements AutoCloseable {
 
     @Override
     void startServer() throws IOException, InterruptedException {
-      List<String> command = List.of(binary, "--port", Integer.toString(port), "--bind", HOST,
-          "--dir", directory.toString(), "--appendonly", "yes", "--appendfsync", "always",
-          "--save", "", "--daemonize", "no", "--protected-mode", "yes",
-          "--logfile", directory.resolve("redis.log").toString());
-      ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
-          .redirectOutput(Redirect.appendTo(directory.resolve("redis.out").toFile()));
-      process = builder.start();
-      long deadline = System.currentTimeMillis() + READY_MILLIS;
-      while (System.currentTimeMillis() < deadline) {
-        if (!process.isAlive()) {
-          throw new IOException("redis-server exited with code " + process.exitValue()
-              + "; see " + directory.resolve("redis.log"));
-        }
-        String answer = ask("PING");
-        if ("+PONG".equals(answer)) {
-          if (version.isEmpty()) {
-            String info = ask("INFO server");
-            version = info == null ? "" : info;
-          }
-          return;
-        }
-        Thread.sleep(20);
-      }
-      throw new IOException("redis-server did not answer PING within " + READY_MILLIS / 1000
-          + " s");
-    }
-
-    /** One inline command; the first line of the answer, or the version for INFO. */
-    private String ask(String command) {
-      try (Socket socket = new Socket()) {
-        socket.connect(new InetSocketAddress(HOST, port), 1_000);
-        socket.setSoTimeout(2_000);
-        OutputStream out = socket.getOutputStream();
-        out.write((command + "\r\n").getBytes(StandardCharsets.US_ASCII));
-        out.flush();
-        BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(),
-            StandardCharsets.US_ASCII));
-        String first = in.readLine();
-        if (!command.startsWith("INFO") || first == null || !first.startsWith("$")) {
-          return first;
-        }
-        for (String line = in.readLine(); line != null && !line.isEmpty();
-            line = in.readLine()) {
-          if (line.startsWith("redis_version:")) {
-            return " " + line.substring("redis_version:".length()).strip();
-          }
-        }
-        return "";
-      } catch (IOException e) {
-        return null;
+      server.start();
+      if (version.isEmpty()) {
+        version = server.version();
       }
     }
 
     @Override
-    void crash() throws InterruptedException {
-      if (process != null) {
-        process.destroyForcibly();
-        process.waitFor(10, TimeUnit.SECONDS);
-      }
+    void crash() {
+      server.kill();
     }
   }
 
