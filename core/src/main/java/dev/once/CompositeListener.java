@@ -5,8 +5,8 @@ import java.util.List;
 import java.util.function.Consumer;
 
 /**
- * {@link OnceListener#compose} and {@link OnceListener#guarded}: tells every listener, each failure
- * logged apart. In the API's package, so the API does not depend on the engine for it.
+ * {@link OnceListener#compose}: tells every listener, each failure logged apart. In the API's
+ * package, so the API does not depend on the engine for it.
  */
 final class CompositeListener implements OnceListener {
 

@@ -1,6 +1,6 @@
 package dev.once;
 
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import java.time.Duration;
 import java.util.Objects;
 

@@ -1,6 +1,6 @@
 package dev.once;
 
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import dev.once.spi.IdempotencyStore;
 import java.time.Clock;
 import java.time.Duration;

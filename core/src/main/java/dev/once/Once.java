@@ -1,8 +1,7 @@
 package dev.once;
 
 import dev.once.internal.Execution;
-import dev.once.internal.NoListener;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import dev.once.spi.IdempotencyStore;
 import java.time.Clock;
 import java.time.Duration;
@@ -137,7 +136,7 @@ public final class Once {
     Clock clock = Clock.systemUTC();
     LongSupplier ticker = System::nanoTime;
     Sleeper sleeper = Sleeper.SYSTEM;
-    OnceListener listener = NoListener.INSTANCE;
+    OnceListener listener = Execution.NO_LISTENER;
     Scheduler heartbeat;
     Duration clockSkewMargin = Duration.ZERO;
     int coalescedCallsInFlight;

@@ -100,19 +100,6 @@ public interface OnceListener {
     return new CompositeListener(all);
   }
 
-  /**
-   * {@code listener}, each of its calls guarded: whatever it throws (an {@code Error} included,
-   * such as a class missing from a metrics library) is logged and ignored, so a listener can never
-   * decide whether work runs again. For engines of other modules that tell a user's listener.
-   */
-  static OnceListener guarded(OnceListener listener) {
-    java.util.Objects.requireNonNull(listener, "listener");
-    if (listener instanceof CompositeListener) {
-      return listener;
-    }
-    return new CompositeListener(java.util.List.of(listener));
-  }
-
   /** The claim was acquired; {@code takeover} when a previous holder's lease had passed. */
   default void onAcquired(IdempotencyKey key, long token, boolean takeover) {}
 

@@ -31,7 +31,7 @@ import java.util.Optional;
  * The {@link Attempt} of one acquired claim, with its heartbeat. Public for the integrations that
  * claim keys themselves (the Kafka consumer's batch claims).
  */
-public final class AttemptImpl implements Attempt {
+final class AttemptImpl implements Attempt {
 
   private static final System.Logger LOG = System.getLogger(Once.class.getName());
 

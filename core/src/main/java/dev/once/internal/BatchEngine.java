@@ -21,7 +21,7 @@ import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.Completion;
 import dev.once.spi.Outcome;
-import dev.once.spi.RepeatedFailureLog;
+import dev.once.support.RepeatedFailureLog;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;

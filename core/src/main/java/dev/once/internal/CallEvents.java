@@ -21,9 +21,10 @@ import java.util.function.LongSupplier;
  * The engine tells the events of one call through its {@code CallEvents} (and gives it to the
  * call's {@link StoreCalls#forCall}); a heartbeat tells the raw listener, so a lease it finds lost
  * does not end the call. When nothing listens, every call shares {@link #QUIET}, which allocates
- * and tells nothing. For the engines of {@code dev.once.internal} only.
+ * and tells nothing. Public only as what {@link Engine#startCall} hands the engines of other
+ * modules of this project; not API.
  */
-final class CallEvents implements OnceListener {
+public final class CallEvents implements OnceListener {
 
   /** The events of every call when nothing listens: tells nothing, keeps nothing. */
   private static final CallEvents QUIET = new CallEvents();
@@ -71,7 +72,7 @@ final class CallEvents implements OnceListener {
   }
 
   /** Whether the call holds (has held) its claim; false when {@link #quiet}. */
-  boolean holdsClaim() {
+  public boolean holdsClaim() {
     return !quiet && call.acquired();
   }
 

@@ -20,8 +20,14 @@ import dev.once.spi.Outcome;
 import java.time.Duration;
 import java.time.Instant;
 
-/** The claim → run → complete/fail cycle behind {@link Once}. */
+/**
+ * The claim → run → complete/fail cycle behind {@link Once}. Public only as the door {@code Once}
+ * builds its engine through (as {@code BatchEngine} is {@code BatchExecutor}'s); not API.
+ */
 public final class Execution {
+
+  /** The listener of a {@code Once} built without one: lets the hot path skip timing. */
+  public static final OnceListener NO_LISTENER = NoListener.INSTANCE;
 
   private static final System.Logger LOG = System.getLogger(Once.class.getName());
 
@@ -106,7 +112,7 @@ public final class Execution {
       if (claim instanceof Claim.Acquired acquired) {
         return run(events, key, acquired, codec, work);
       }
-      return claim.answer(key, codec, config.clock(), events);
+      return ClaimAnswers.answer(key, claim, codec, config.clock(), events);
     } catch (Throwable t) {
       // Unless an event ended it already (the work's failure, a lost lease, an answer), the call
       // ends here: not run if it never held the claim (the store failed), else in error.
@@ -368,7 +374,7 @@ public final class Execution {
    */
   private <T> Outcome encodeOrMarker(CallEvents events, IdempotencyKey key, long token,
       Codec<T> codec, T value) {
-    return Outcome.encodeOrNotStored(codec, value, config.maxPayloadBytes(), key,
+    return Outcomes.encodeOrNotStored(codec, value, config.maxPayloadBytes(), key,
         e -> events.tell(l -> l.onOutcomeNotStored(key, token, e)));
   }
 
@@ -385,7 +391,7 @@ public final class Execution {
   }
 
   /** Tells the listener, if any; a throwing listener is logged and ignored. */
-  public static void notify(OnceListener listener,
+  static void notify(OnceListener listener,
       java.util.function.Consumer<OnceListener> event) {
     if (listener == null || listener == NoListener.INSTANCE) {
       return;
@@ -408,9 +414,8 @@ public final class Execution {
   /**
    * Rethrows what the logic threw, unwrapped. Only the logic's declared {@code X}, unchecked
    * exceptions and errors can arrive here, so the caller's {@code throws X} stays truthful.
-   * Public for the engines of other modules; not API.
    */
-  public static RuntimeException rethrow(Throwable t) {
+  static RuntimeException rethrow(Throwable t) {
     throw Execution.<RuntimeException>sneak(t);
   }
 

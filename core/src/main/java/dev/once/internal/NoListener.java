@@ -3,10 +3,10 @@ package dev.once.internal;
 import dev.once.OnceListener;
 
 /** The listener of a {@link dev.once.Once} built without one: lets the hot path skip timing. */
-public final class NoListener implements OnceListener {
+final class NoListener implements OnceListener {
 
   /** The one instance; compared by identity. */
-  public static final OnceListener INSTANCE = new NoListener();
+  static final OnceListener INSTANCE = new NoListener();
 
   private NoListener() {}
 }

@@ -15,7 +15,7 @@ import java.util.function.Supplier;
  * The store as {@link Execution} calls it: each call timed on the ticker and reported to the
  * listener; {@link #forCall} also reports it as a store call of one call.
  */
-public final class StoreCalls {
+final class StoreCalls {
 
   private final IdempotencyStore store;
   private final OnceListener listener;

@@ -8,23 +8,6 @@ import java.util.Objects;
 public sealed interface Claim {
 
   /**
-   * Answers a claim that did not acquire the key, as every execution engine must (so that an
-   * engine of another module, such as JDBC's transactional mode, answers exactly as {@code Once}
-   * does): the replayed value, or the exception a duplicate gets, telling {@code listener}.
-   *
-   * @return the replayed value, {@code replayed()} true
-   * @throws dev.once.ReplayedFailureException   the original failed terminally
-   * @throws dev.once.OutcomeNotStoredException  the original ran, its value was not stored
-   * @throws dev.once.KeyReusedException         the key was used with another fingerprint
-   * @throws dev.once.RequestInProgressException another worker holds the key
-   * @throws IllegalStateException               for {@link Acquired}: run the work instead
-   */
-  default <T> dev.once.Result<T> answer(dev.once.IdempotencyKey key, dev.once.Codec<T> codec,
-      java.time.Clock clock, dev.once.OnceListener listener) {
-    return ClaimAnswers.answer(key, this, codec, clock, listener);
-  }
-
-  /**
    * The caller now owns the key and runs the logic.
    *
    * @param token      the fencing token every later write must carry

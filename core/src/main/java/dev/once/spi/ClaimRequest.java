@@ -1,5 +1,6 @@
 package dev.once.spi;
 
+import dev.once.support.Checks;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
 import java.time.Duration;

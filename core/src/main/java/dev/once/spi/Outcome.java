@@ -63,29 +63,6 @@ public final class Outcome {
     return new Outcome(Kind.SUCCESS, codec.mediaType(), body);
   }
 
-  /**
-   * {@code value} encoded by {@code codec}; or, when it cannot be stored (larger than
-   * {@code maxPayloadBytes}, or the codec threw, an Error included), the {@link #notStored} marker,
-   * after logging a warning and telling {@code onNotStored} why. For execution engines: the work
-   * has run, so a value that cannot be stored must still finish the key, never make it run again.
-   * A {@link VirtualMachineError} passes through.
-   */
-  public static <T> Outcome encodeOrNotStored(Codec<T> codec, T value, int maxPayloadBytes,
-      Object what, java.util.function.Consumer<Throwable> onNotStored) {
-    try {
-      return encode(codec, value, maxPayloadBytes, what);
-    } catch (VirtualMachineError e) {
-      throw e;
-    } catch (Throwable e) {
-      System.getLogger(Outcome.class.getName()).log(System.Logger.Level.WARNING, "the result of "
-          + what + " cannot be stored (" + e.getMessage() + "); the key is completed without it,"
-          + " and duplicates get OutcomeNotStoredException instead of a re-run", e);
-      onNotStored.accept(e);
-      String message = e.getMessage();
-      return notStored(e.getClass().getName() + (message == null ? "" : ": " + message));
-    }
-  }
-
   /** The terminal failure of {@code failure}: its class name and message. */
   public static Outcome failure(Throwable failure) {
     return failure(failure.getClass().getName(), failure.getMessage());

@@ -12,7 +12,7 @@ import dev.once.kafka.internal.AutoCommit;
 import dev.once.kafka.internal.BatchProcessor;
 import dev.once.kafka.internal.RecordFingerprints;
 import dev.once.kafka.internal.Settings;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;

@@ -10,7 +10,7 @@ import dev.once.batch.BatchOutcome;
 import dev.once.batch.MessageHandler;
 import dev.once.nats.internal.NatsBatchProcessor;
 import dev.once.nats.internal.Settings;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import io.nats.client.Connection;
 import io.nats.client.ConsumerContext;
 import io.nats.client.FetchConsumeOptions;

@@ -16,7 +16,7 @@ import dev.once.rabbitmq.internal.ConsumerWorker;
 import dev.once.rabbitmq.internal.DeadLetterMessages;
 import dev.once.rabbitmq.internal.DeliveryProcessor;
 import dev.once.rabbitmq.internal.Settings;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;

@@ -1,7 +1,7 @@
 package dev.once.spring;
 
 import dev.once.Attempt;
-import dev.once.spring.internal.CurrentAttempt;
+import dev.once.spring.internal.attempt.CurrentAttempt;
 import java.util.Optional;
 
 /**

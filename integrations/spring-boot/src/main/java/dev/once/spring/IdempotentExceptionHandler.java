@@ -1,8 +1,7 @@
 package dev.once.spring;
 
 import dev.once.InvalidKeyException;
-import dev.once.spi.RepeatedFailureLog;
-import dev.once.spring.internal.MissingKeyException;
+import dev.once.support.RepeatedFailureLog;
 import dev.once.KeyReusedException;
 import dev.once.OutcomeNotStoredException;
 import dev.once.OutcomeUnknownException;
@@ -171,7 +170,7 @@ public class IdempotentExceptionHandler {
   @ExceptionHandler
   public ResponseEntity<ProblemDetail> invalidKey(InvalidKeyException e) {
     LOG.debug("invalid idempotency key: " + e.getMessage());
-    if (e instanceof MissingKeyException) {
+    if (e instanceof IdempotencyKeyMissingException) {
       // As the filter answers a request without its header: one vocabulary for both.
       return problem(IdempotencyProblem.KEY_MISSING, IdempotencyProblem.KEY_MISSING.status(),
           "this request needs an idempotency key", new HttpHeaders());

@@ -10,7 +10,7 @@ import dev.once.dynamodb.internal.AttributeNames;
 import dev.once.dynamodb.internal.DynamoDbEngine;
 import dev.once.dynamodb.internal.Errors;
 import dev.once.dynamodb.internal.TableSetup;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.HeldClaim;

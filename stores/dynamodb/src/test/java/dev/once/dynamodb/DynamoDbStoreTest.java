@@ -817,6 +817,15 @@ class DynamoDbStoreTest {
     }
 
     @Test
+    void aMissingTableIsASetUpMistakeNotAnOutage() {
+      DynamoDbStore s = DynamoDbStore.builder(LOCAL.client()).table("no-such-table").build();
+
+      assertThatThrownBy(() -> s.claim(request(newKey(), FP)))
+          .isInstanceOfSatisfying(dev.once.SchemaMissingException.class,
+              e -> assertThat(e.mayHaveBeenApplied()).isFalse());
+    }
+
+    @Test
     void aStoreBuiltFromARegionAndEndpointOwnsItsClients() {
       try (DynamoDbStore s = DynamoDbStore.builder(DynamoDbLocal.REGION)
           .endpoint(LOCAL.endpoint())

@@ -3,7 +3,7 @@ package dev.once.jdbc;
 import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import dev.once.jdbc.internal.ClaimOrder;
 import dev.once.jdbc.internal.Dialect;
 import dev.once.jdbc.internal.JdbcEngine;

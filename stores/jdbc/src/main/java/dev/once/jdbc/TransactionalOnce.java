@@ -11,7 +11,7 @@ import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.StoreUnavailableException;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import dev.once.jdbc.internal.TransactionalEngine;
 import java.sql.Connection;
 import java.time.Clock;

@@ -3,7 +3,7 @@ package dev.once.redis;
 import dev.once.Checkpoint;
 import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import dev.once.redis.internal.KeyLayout;
 import dev.once.redis.internal.RedisAccess;
 import dev.once.redis.internal.RedisConnector;

@@ -3,7 +3,7 @@ package dev.once.kafka.spring;
 import dev.once.batch.DeadLetter;
 import dev.once.batch.DeadLetterPublisher;
 import dev.once.kafka.KafkaDeadLetters;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;

@@ -15,7 +15,7 @@ import dev.once.rabbitmq.DeadLetterHeaders;
 import dev.once.rabbitmq.internal.ConfirmedPublisher;
 import dev.once.rabbitmq.internal.DeadLetterMessages;
 import dev.once.rabbitmq.internal.Settler;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -9,6 +9,7 @@ import dev.once.IdempotencyKey;
 import dev.once.InvalidKeyException;
 import dev.once.jackson.CanonicalJson;
 import dev.once.spring.Idempotent;
+import dev.once.spring.IdempotencyKeyMissingException;
 import java.lang.reflect.Method;
 import org.springframework.core.KotlinDetector;
 import org.springframework.core.ReactiveAdapterRegistry;
@@ -205,7 +206,7 @@ final class IdempotentMethod {
     MethodBasedEvaluationContext context = context(target, args, beans);
     Object keyValue = unwrap(evaluate(key, context, "key"));
     if (keyValue == null || keyValue.toString().isBlank()) {
-      throw new MissingKeyException("@Idempotent key '" + key.getExpressionString() + "' of "
+      throw new IdempotencyKeyMissingException("@Idempotent key '" + key.getExpressionString() + "' of "
           + scope + " evaluated to " + (keyValue == null ? "null" : "a blank string"));
     }
     String tenantValue = "";

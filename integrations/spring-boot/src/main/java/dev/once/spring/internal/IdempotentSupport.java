@@ -5,6 +5,7 @@ import dev.once.Codec;
 import dev.once.FailurePolicy;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
+import dev.once.spring.internal.attempt.CurrentAttempt;
 import dev.once.Once;
 import dev.once.Result;
 import dev.once.jdbc.JdbcStore;

@@ -28,7 +28,9 @@ public final class OnceFailureAnalyzer implements FailureAnalyzer, Ordered {
     if (store instanceof SchemaMissingException) {
       return new FailureAnalysis("Once's idempotency store is not set up: " + store.getMessage(),
           "Create or upgrade its table (JdbcStore.createSchema(), once.jdbc.create-schema=true,"
-              + " or JdbcDialect.X.schema(table) in your migrations) and start again.", store);
+              + " or JdbcDialect.X.schema(table) in your migrations; for DynamoDB,"
+              + " DynamoDbStore.createTable() or your infrastructure code) and start again.",
+          store);
     }
     return new FailureAnalysis("Once's idempotency store could not be reached while the"
         + " application started: " + store.getMessage(),

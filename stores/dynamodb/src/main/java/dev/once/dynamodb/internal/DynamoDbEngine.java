@@ -11,7 +11,7 @@ import dev.once.PayloadTooLargeException;
 import dev.once.StoreUnavailableException;
 import dev.once.dynamodb.internal.Expressions.Statement;
 import dev.once.dynamodb.internal.Expressions.Values;
-import dev.once.spi.Checks;
+import dev.once.support.Checks;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;

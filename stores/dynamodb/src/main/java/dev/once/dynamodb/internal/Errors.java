@@ -1,6 +1,7 @@
 package dev.once.dynamodb.internal;
 
 import dev.once.OnceException;
+import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
@@ -56,9 +57,11 @@ public final class Errors {
       return (RuntimeException) t;
     }
     if (t instanceof ResourceNotFoundException) {
-      return new StoreUnavailableException("DynamoDB table '" + table + "' does not exist (or is"
+      // Set-up, not an outage (a table being created is still caught here; retrying is right
+      // either way): nothing can have been written to a table that is not there.
+      return new SchemaMissingException("DynamoDB table '" + table + "' does not exist (or is"
           + " not ACTIVE): create it with DynamoDbStore.createTable() or your infrastructure"
-          + " code; " + operation + " failed", t, applied);
+          + " code; " + operation + " failed", t);
     }
     if (t instanceof DynamoDbException d && d.awsErrorDetails() != null) {
       return new StoreUnavailableException("DynamoDB " + operation + " on table '" + table

@@ -9,6 +9,8 @@ import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.SchemaMissingException;
 import dev.once.StoreUnavailableException;
+import dev.once.internal.CallEvents;
+import dev.once.internal.Engine;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
@@ -74,7 +76,7 @@ public final class TransactionalEngine {
   private final TxSql sql;
   private final Settings settings;
   private final boolean terminalPossible;
-  /** The user's listener, guarded (a throwing listener is logged and ignored), or null. */
+  /** The user's listener, or null; a call's {@link CallEvents} guard every event told to it. */
   private final OnceListener listener;
   /**
    * Whether {@link #call} reads the record before it begins a transaction (PostgreSQL), learned
@@ -90,7 +92,7 @@ public final class TransactionalEngine {
     // Without terminal rules no failure is terminal: then no savepoint after
     // the claim is needed, which saves a round trip where it cannot ride along.
     this.terminalPossible = settings.failurePolicy().hasTerminalRules();
-    this.listener = settings.listener() == null ? null : OnceListener.guarded(settings.listener());
+    this.listener = settings.listener();
     this.claimOrder = dialect.kind().equals("POSTGRESQL")
         ? engine.claimOrder().another() : ClaimOrder.fixed(false);
   }
@@ -101,7 +103,7 @@ public final class TransactionalEngine {
   /** Runs {@code work} in a transaction of our own on a connection of the store's DataSource. */
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, TxWork<T, X> work) throws X {
-    TxCall events = TxCall.start(listener, settings.ticker(), key);
+    CallEvents events = Engine.startCall(listener, settings.ticker(), key);
     try {
       return callOwn(events, key, fingerprint, codec, work);
     } catch (Throwable t) {
@@ -114,12 +116,12 @@ public final class TransactionalEngine {
    * Ends the call with {@code t} unless an event ended it already (the work's failure, an
    * answer): not run if it never held the claim, else in error.
    */
-  private static void endCall(TxCall events, Throwable t) {
-    events.end(events.acquired() ? OnceListener.CallOutcome.ERROR
+  private static void endCall(CallEvents events, Throwable t) {
+    events.end(events.holdsClaim() ? OnceListener.CallOutcome.ERROR
         : OnceListener.CallOutcome.NOT_RUN, t);
   }
 
-  private <T, X extends Exception> Result<T> callOwn(TxCall events, IdempotencyKey key,
+  private <T, X extends Exception> Result<T> callOwn(CallEvents events, IdempotencyKey key,
       Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work) throws X {
     Connection c;
     try {
@@ -182,13 +184,13 @@ public final class TransactionalEngine {
     }
     claimOrder.record(true);
     storeCall(s, "claim", started, true);
-    return decision.claim().answer(key, codec, settings.clock(), s.events);
+    return Engine.answer(decision.claim(), key, codec, settings.clock(), s.events);
   }
 
   /** Runs {@code work} in the caller's ongoing transaction on {@code c}. */
   public <T, X extends Exception> Result<T> callIn(Connection c, IdempotencyKey key,
       Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work) throws X {
-    TxCall events = TxCall.start(listener, settings.ticker(), key);
+    CallEvents events = Engine.startCall(listener, settings.ticker(), key);
     try {
       return callJoined(events, c, key, fingerprint, codec, work);
     } catch (Throwable t) {
@@ -197,7 +199,7 @@ public final class TransactionalEngine {
     }
   }
 
-  private <T, X extends Exception> Result<T> callJoined(TxCall events, Connection c,
+  private <T, X extends Exception> Result<T> callJoined(CallEvents events, Connection c,
       IdempotencyKey key, Fingerprint fingerprint, Codec<T> codec, TxWork<T, X> work) throws X {
     boolean autoCommit;
     try {
@@ -256,7 +258,7 @@ public final class TransactionalEngine {
     }
     if (!(claim instanceof Claim.Acquired acquired)) {
       s.endUnchanged(key);
-      return claim.answer(key, codec, settings.clock(), s.events);
+      return Engine.answer(claim, key, codec, settings.clock(), s.events);
     }
 
     long token = acquired.token();
@@ -301,7 +303,7 @@ public final class TransactionalEngine {
   private <T> Outcome encodeOrMarker(Scope s, IdempotencyKey key, long token, Codec<T> codec,
       T value) {
     try {
-      return Outcome.encodeOrNotStored(codec, value, settings.maxPayloadBytes(), key,
+      return Engine.encodeOrNotStored(codec, value, settings.maxPayloadBytes(), key,
           e -> s.events.onOutcomeNotStored(key, token, e));
     } catch (VirtualMachineError e) {
       s.undo(e);
@@ -410,9 +412,9 @@ public final class TransactionalEngine {
     /** The completion (and with it, in our own transaction, the commit) is under way. */
     boolean committing;
     /** The listener as this call sees it. */
-    final TxCall events;
+    final CallEvents events;
 
-    Scope(Connection c, TxCall events) {
+    Scope(Connection c, CallEvents events) {
       this.c = c;
       this.events = events;
     }
@@ -439,7 +441,7 @@ public final class TransactionalEngine {
     /** Begun and neither committed nor rolled back. */
     boolean open;
 
-    Own(Connection c, TxCall events) {
+    Own(Connection c, CallEvents events) {
       super(c, events);
     }
 
@@ -508,7 +510,7 @@ public final class TransactionalEngine {
 
   /** The caller's transaction: savepoints instead of commit and rollback. */
   private final class Joined extends Scope {
-    Joined(Connection c, TxCall events) {
+    Joined(Connection c, CallEvents events) {
       super(c, events);
     }
 

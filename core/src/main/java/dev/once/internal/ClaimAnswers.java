@@ -1,4 +1,4 @@
-package dev.once.spi;
+package dev.once.internal;
 
 import dev.once.Codec;
 import dev.once.IdempotencyKey;
@@ -8,13 +8,16 @@ import dev.once.OutcomeNotStoredException;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
+import dev.once.spi.Claim;
+import dev.once.spi.Outcome;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.function.Consumer;
 
 /**
- * {@link Claim#answer}: what every engine answers for a claim that did not acquire. In the SPI's
- * own package, so the SPI does not depend on the engine for it.
+ * What every engine answers for a claim that did not acquire: the replayed value, or the exception
+ * a duplicate gets, told to the call's listener. {@code Once}, the batch engine and, through
+ * {@link Engine#answer}, JDBC's transactional mode all answer through it, so they answer alike.
  */
 final class ClaimAnswers {
 
@@ -22,6 +25,9 @@ final class ClaimAnswers {
 
   static <T> Result<T> answer(IdempotencyKey key, Claim claim, Codec<T> codec, Clock clock,
       OnceListener listener) {
+    if (claim instanceof Claim.Acquired) {
+      throw new IllegalStateException("the claim of " + key + " was acquired: run the work");
+    }
     if (claim instanceof Claim.Replay replay) {
       notify(listener, l -> l.onReplayed(key));
       Outcome outcome = replay.outcome();
@@ -44,11 +50,8 @@ final class ClaimAnswers {
         retryAfter.isNegative() ? Duration.ZERO : retryAfter);
   }
 
-  /** Tells the listener, if any, guarded: a throwing listener is logged and ignored. */
   private static void notify(OnceListener listener, Consumer<OnceListener> event) {
-    if (listener != null) {
-      event.accept(OnceListener.guarded(listener));
-    }
+    Execution.notify(listener, event);
   }
 
 }

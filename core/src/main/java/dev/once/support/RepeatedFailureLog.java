@@ -1,4 +1,4 @@
-package dev.once.spi;
+package dev.once.support;
 
 import java.time.Duration;
 import java.util.Map;

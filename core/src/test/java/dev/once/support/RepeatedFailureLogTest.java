@@ -1,4 +1,4 @@
-package dev.once.spi;
+package dev.once.support;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
