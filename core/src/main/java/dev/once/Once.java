@@ -6,6 +6,8 @@ import dev.once.spi.IdempotencyStore;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.function.LongSupplier;
 
 /**
@@ -64,6 +66,12 @@ public final class Once {
   /** As {@link #execute}, also telling whether the value was replayed, and the fencing token. */
   public <T, X extends Exception> Result<T> call(IdempotencyKey key, Fingerprint fingerprint,
       Codec<T> codec, Work<T, X> work) throws X {
+    requireArguments(key, fingerprint, codec, work);
+    return execution.call(key, fingerprint, codec, work);
+  }
+
+  private static void requireArguments(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<?> codec, Object work) {
     Objects.requireNonNull(key, "key is null: pass IdempotencyKey.of(scope, the client's key)");
     Objects.requireNonNull(fingerprint, "fingerprint is null: pass Fingerprint.of(the request's"
         + " body), so a key reused for another request is refused, or Fingerprint.of(\"\") when"
@@ -71,7 +79,32 @@ public final class Once {
     Objects.requireNonNull(codec, "codec is null: pass how the outcome is stored, e.g."
         + " Codecs.utf8() or JsonCodec.of(Type.class) from once-jackson");
     Objects.requireNonNull(work, "work is null: pass the logic to run once");
-    return execution.call(key, fingerprint, codec, work);
+  }
+
+  /**
+   * As {@link #call}, without blocking the caller: the work returns a {@link CompletionStage}, and
+   * the answer is a future. The same engine runs it with the same semantics — claim, fencing,
+   * heartbeat, steps, waiting for an original in progress, replays, and every exception's meaning
+   * (the future completes exceptionally with what {@link #call} would throw; {@code join()} wraps
+   * it in a {@code CompletionException}).
+   *
+   * <p>Nothing blocks the caller or the thread that completes the work's stage: the claim (and any
+   * wait for an original in progress) and, once the stage completes, storing the outcome or the
+   * failure run on {@link Builder#asyncExecutor}, whose threads do block on the store. The future
+   * returned is the caller's alone: cancelling it neither releases the claim nor loses the
+   * outcome, which is stored when the work's stage completes (or, if it never does, the claim is
+   * kept by the heartbeat, as a blocked {@link #call} would keep it).
+   */
+  public <T> CompletableFuture<Result<T>> callAsync(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, AsyncWork<T> work) {
+    requireArguments(key, fingerprint, codec, work);
+    return execution.callAsync(key, fingerprint, codec, work);
+  }
+
+  /** As {@link #callAsync}, answering the value alone, as {@link #execute} does. */
+  public <T> CompletableFuture<T> executeAsync(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, AsyncWork<T> work) {
+    return callAsync(key, fingerprint, codec, work).thenApply(Result::value);
   }
 
   /**
@@ -142,6 +175,8 @@ public final class Once {
     int coalescedCallsInFlight;
     java.util.Map<String, Step<?>> steps = new java.util.LinkedHashMap<>();
     int compensationAttempts = Builder.DEFAULT_COMPENSATION_ATTEMPTS;
+    /** Null: {@link AsyncExecutors#DEFAULT}. */
+    java.util.concurrent.Executor asyncExecutor;
 
     private Config(IdempotencyStore store) {
       this.store = store;
@@ -248,6 +283,14 @@ public final class Once {
      */
     public int coalescedCallsInFlight() {
       return coalescedCallsInFlight;
+    }
+
+    /**
+     * Where {@link Once#callAsync} claims and stores, blocking on the store: the executor given to
+     * {@link Builder#asyncExecutor}, else the default described there.
+     */
+    public java.util.concurrent.Executor asyncExecutor() {
+      return asyncExecutor != null ? asyncExecutor : AsyncExecutors.DEFAULT;
     }
 
     /**
@@ -380,6 +423,19 @@ public final class Once {
         throw new IllegalArgumentException("clockSkewMargin must not be negative, was " + margin);
       }
       config.clockSkewMargin = margin;
+      return this;
+    }
+
+    /**
+     * Where {@link Once#callAsync} runs what blocks on the store: the claim (and any wait for an
+     * original in progress), and storing the outcome or the failure once the work's stage
+     * completes. Size it as you would the threads of a blocking service on the same store: each
+     * call in flight holds one of its threads while it talks to the store (never while its work
+     * runs). The default: a virtual thread per task on Java 21 and later; before, a cached pool
+     * of daemon threads named {@code once-async-N}, idle ones ending after a minute.
+     */
+    public Builder asyncExecutor(java.util.concurrent.Executor executor) {
+      config.asyncExecutor = Objects.requireNonNull(executor, "executor");
       return this;
     }
 

@@ -1,5 +1,6 @@
 package dev.once.internal;
 
+import dev.once.AsyncWork;
 import dev.once.Codec;
 import dev.once.Fingerprint;
 import dev.once.IdempotencyKey;
@@ -19,6 +20,9 @@ import dev.once.spi.Completion;
 import dev.once.spi.Outcome;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 
 /**
  * The claim → run → complete/fail cycle behind {@link Once}. Public only as the door {@code Once}
@@ -162,6 +166,25 @@ public final class Execution {
       Claim.Acquired acquired, Codec<T> codec, Work<T, X> work) throws X {
     events.acquired(acquired);
     long started = events.now();
+    AttemptImpl attempt = attempt(events, key, acquired);
+    Scheduler.Task heartbeat = startHeartbeat(key, attempt);
+    T value;
+    try {
+      value = work.run(attempt);
+    } catch (Throwable failure) {
+      // The heartbeat keeps the claim through compensation; it stops before the failure is stored.
+      recordFailure(events, key, acquired.token(), failure, attempt, heartbeat);
+      throw rethrow(failure);
+    }
+    return succeeded(events, key, acquired, started, attempt, heartbeat, codec, value);
+  }
+
+  /**
+   * The attempt of a call that holds its claim, about to run its work; or, when the work must not
+   * start (a journal this version cannot read, a lease passed since the claim), the claim given
+   * back and the reason thrown.
+   */
+  private AttemptImpl attempt(CallEvents events, IdempotencyKey key, Claim.Acquired acquired) {
     StoreCalls store = this.store.forCall(events);
     AttemptImpl attempt;
     try {
@@ -183,24 +206,24 @@ public final class Execution {
       giveBack(store, key, acquired.token(), "not started: the lease passed before the work began");
       throw e;
     }
-    Scheduler.Task heartbeat;
+    return attempt;
+  }
+
+  private static Scheduler.Task startHeartbeat(IdempotencyKey key, AttemptImpl attempt) {
     try {
-      heartbeat = attempt.startHeartbeat();
+      return attempt.startHeartbeat();
     } catch (RuntimeException e) {
       // A scheduler already shut down (the application is closing): the work runs on its lease
       // alone rather than leaving a claim it cannot run.
       LOG.log(System.Logger.Level.WARNING, "the heartbeat of " + key + " could not be started;"
           + " running on the lease alone", e);
-      heartbeat = null;
+      return null;
     }
-    T value;
-    try {
-      value = work.run(attempt);
-    } catch (Throwable failure) {
-      // The heartbeat keeps the claim through compensation; it stops before the failure is stored.
-      recordFailure(events, key, acquired.token(), failure, attempt, heartbeat);
-      throw rethrow(failure);
-    }
+  }
+
+  /** After the work returned {@code value}: its outcome stored, or why it could not be. */
+  private <T> Result<T> succeeded(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
+      long started, AttemptImpl attempt, Scheduler.Task heartbeat, Codec<T> codec, T value) {
     ReplayedFailureException committed = attempt.committedFailure();
     if (committed != null) {
       // An earlier attempt began compensating a terminal failure: the work ends in it.
@@ -221,6 +244,96 @@ public final class Execution {
     Duration elapsed = Duration.ofNanos(events.now() - started);
     events.tell(l -> l.onCompleted(key, acquired.token(), elapsed));
     return new Result<>(value, false, acquired.token());
+  }
+
+  /**
+   * As {@link #call}, without blocking its caller: the claim, the wait for an original in
+   * progress and, once the work's stage completes, storing its outcome or failure all run on
+   * {@link Once.Config#asyncExecutor()}, through the same code as {@link #call}. The future
+   * returned is the caller's alone: cancelling or completing it changes nothing here; the work's
+   * outcome is stored when its stage completes (or the lease passes).
+   */
+  public <T> CompletableFuture<Result<T>> callAsync(IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, AsyncWork<T> work) {
+    CompletableFuture<Result<T>> answer = new CompletableFuture<>();
+    CallEvents events = CallEvents.start(config.listener(), config.ticker(), key);
+    try {
+      config.asyncExecutor().execute(() -> startAsync(events, key, fingerprint, codec, work,
+          answer));
+    } catch (RuntimeException refused) {
+      // The executor refused (shut down, saturated): nothing was claimed.
+      fail(events, answer, refused);
+    }
+    return answer;
+  }
+
+  private <T> void startAsync(CallEvents events, IdempotencyKey key, Fingerprint fingerprint,
+      Codec<T> codec, AsyncWork<T> work, CompletableFuture<Result<T>> answer) {
+    Claim.Acquired acquired;
+    AttemptImpl attempt;
+    Scheduler.Task heartbeat;
+    long started;
+    try {
+      Claim claim = claim(events, key, fingerprint);
+      if (!(claim instanceof Claim.Acquired held)) {
+        answer.complete(ClaimAnswers.answer(key, claim, codec, config.clock(), events));
+        return;
+      }
+      acquired = held;
+      events.acquired(acquired);
+      started = events.now();
+      attempt = attempt(events, key, acquired);
+      heartbeat = startHeartbeat(key, attempt);
+    } catch (Throwable t) {
+      fail(events, answer, t);
+      return;
+    }
+    CompletionStage<T> stage;
+    try {
+      stage = work.run(attempt);
+      if (stage == null) {
+        throw new NullPointerException("the work of " + key + " returned no CompletionStage");
+      }
+    } catch (Throwable failure) {
+      failedAsync(events, key, acquired, attempt, heartbeat, failure, answer);
+      return;
+    }
+    // Whatever thread completes the stage, the outcome is stored on the executor.
+    stage.whenCompleteAsync((value, failure) -> {
+      if (failure != null) {
+        failedAsync(events, key, acquired, attempt, heartbeat, unwrap(failure), answer);
+        return;
+      }
+      try {
+        answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec,
+            value));
+      } catch (Throwable t) {
+        fail(events, answer, t);
+      }
+    }, config.asyncExecutor());
+  }
+
+  private <T> void failedAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
+      AttemptImpl attempt, Scheduler.Task heartbeat, Throwable failure,
+      CompletableFuture<Result<T>> answer) {
+    try {
+      recordFailure(events, key, acquired.token(), failure, attempt, heartbeat);
+    } finally {
+      fail(events, answer, failure);
+    }
+  }
+
+  /** As {@link #call}'s own catch: ends the call unless an event did, then fails the answer. */
+  private static void fail(CallEvents events, CompletableFuture<?> answer, Throwable t) {
+    events.end(events.holdsClaim() ? OnceListener.CallOutcome.ERROR
+        : OnceListener.CallOutcome.NOT_RUN, t);
+    answer.completeExceptionally(t);
+  }
+
+  /** The failure a stage completed with, as the work threw it. */
+  private static Throwable unwrap(Throwable failure) {
+    return failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
   }
 
   /**
