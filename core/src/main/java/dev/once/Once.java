@@ -89,8 +89,9 @@ public final class Once {
    * it in a {@code CompletionException}).
    *
    * <p>Nothing blocks the caller or the thread that completes the work's stage: the claim (and any
-   * wait for an original in progress) and, once the stage completes, storing the outcome or the
-   * failure run on {@link Builder#asyncExecutor}, whose threads do block on the store. The future
+   * wait for an original in progress), the call of {@code work} (which should return its stage at
+   * once) and, once the stage completes, storing the outcome or the failure run on
+   * {@link Builder#asyncExecutor}, whose threads do block on the store. The future
    * returned is the caller's alone: cancelling it neither releases the claim nor loses the
    * outcome, which is stored when the work's stage completes (or, if it never does, the claim is
    * kept by the heartbeat, as a blocked {@link #call} would keep it).

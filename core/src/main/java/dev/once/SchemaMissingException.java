@@ -9,7 +9,17 @@ package dev.once;
 public class SchemaMissingException extends StoreUnavailableException {
   private static final long serialVersionUID = 1L;
 
+  /** A set-up mistake found before anything was written. */
   public SchemaMissingException(String message, Throwable cause) {
     super(message, cause, false);
+  }
+
+  /**
+   * A set-up mistake found by a call that may have written before it (an operation over many
+   * records, some changed before the table went, or a retried write whose earlier attempt's
+   * answer was lost): {@code mayHaveBeenApplied} as for {@link StoreUnavailableException}.
+   */
+  public SchemaMissingException(String message, Throwable cause, boolean mayHaveBeenApplied) {
+    super(message, cause, mayHaveBeenApplied);
   }
 }

@@ -28,8 +28,8 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * The {@link Attempt} of one acquired claim, with its heartbeat. Public for the integrations that
- * claim keys themselves (the Kafka consumer's batch claims).
+ * The {@link Attempt} of one acquired claim, with its heartbeat: of a call ({@link Execution}) or of
+ * a message of a batch ({@link BatchEngine}).
  */
 final class AttemptImpl implements Attempt {
 

@@ -16,8 +16,8 @@ import java.util.function.Consumer;
 
 /**
  * What every engine answers for a claim that did not acquire: the replayed value, or the exception
- * a duplicate gets, told to the call's listener. {@code Once}, the batch engine and, through
- * {@link Engine#answer}, JDBC's transactional mode all answer through it, so they answer alike.
+ * a duplicate gets, told to the call's listener. {@code Once} (blocking or not) and, through
+ * {@link Engine#answer}, JDBC's transactional mode answer through it, so they answer alike.
  */
 final class ClaimAnswers {
 

@@ -45,6 +45,7 @@ import org.junit.jupiter.api.Nested;
  *   <li>durable steps: {@code StepsTester}
  *   <li>through Once: {@code ThroughOnceTester}
  *   <li>coalesced store calls: {@code CoalescedTester}
+ *   <li>the asynchronous path, {@code Once.callAsync}: {@code AsyncTester}
  * </ul>
  */
 public abstract class StoreConformanceSuite {
@@ -215,6 +216,14 @@ public abstract class StoreConformanceSuite {
   @DisplayName("coalesced store calls")
   class Coalesced extends CoalescedTester {
     Coalesced() {
+      super(StoreConformanceSuite.this);
+    }
+  }
+
+  @Nested
+  @DisplayName("the asynchronous path")
+  class Async extends AsyncTester {
+    Async() {
       super(StoreConformanceSuite.this);
     }
   }

@@ -57,11 +57,12 @@ public final class Errors {
       return (RuntimeException) t;
     }
     if (t instanceof ResourceNotFoundException) {
-      // Set-up, not an outage (a table being created is still caught here; retrying is right
-      // either way): nothing can have been written to a table that is not there.
+      // Set-up, not an outage (a table being created is caught here too; retrying is right
+      // either way). This attempt wrote nothing, but an earlier one, or earlier records of a
+      // scan, may have: applied says so.
       return new SchemaMissingException("DynamoDB table '" + table + "' does not exist (or is"
           + " not ACTIVE): create it with DynamoDbStore.createTable() or your infrastructure"
-          + " code; " + operation + " failed", t);
+          + " code; " + operation + " failed", t, applied);
     }
     if (t instanceof DynamoDbException d && d.awsErrorDetails() != null) {
       return new StoreUnavailableException("DynamoDB " + operation + " on table '" + table
