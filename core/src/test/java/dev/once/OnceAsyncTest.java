@@ -298,6 +298,59 @@ class OnceAsyncTest {
   }
 
   @Test
+  void anExecutorThatRefusesOnceTheClaimIsHeldStillHasTheOutcomeStored() {
+    AtomicInteger accepted = new AtomicInteger();
+    Executor refusingAfterTheClaim = task -> {
+      if (accepted.incrementAndGet() > 1) {
+        throw new RejectedExecutionException("saturated");
+      }
+      executor.execute(task);
+    };
+    Once once = builder().asyncExecutor(refusingAfterTheClaim).build();
+    CompletableFuture<String> stage = new CompletableFuture<>();
+
+    CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(),
+        charge(stage));
+    executor.runAll(); // the claim was accepted; what follows it is refused, so it runs here
+    stage.complete("charged");
+
+    assertThat(answer).as("answered on the completing thread").isCompleted();
+    assertThat(answer.join().value()).isEqualTo("charged");
+    assertThat(record().status()).isEqualTo(Status.COMPLETED);
+  }
+
+  @Test
+  void aStoreWithItsOwnAsynchronousClaimIsClaimedThroughItNeverBlocking() {
+    List<String> calls = new CopyOnWriteArrayList<>();
+    dev.once.spi.IdempotencyStore asyncStore = (dev.once.spi.IdempotencyStore)
+        java.lang.reflect.Proxy.newProxyInstance(
+            dev.once.spi.IdempotencyStore.class.getClassLoader(),
+            new Class<?>[] {dev.once.spi.IdempotencyStore.class}, (proxy, method, args) -> {
+              calls.add(method.getName());
+              if (method.getName().equals("claim")) {
+                throw new AssertionError("the blocking claim was called");
+              }
+              if (method.getName().equals("claimAsync")) {
+                return CompletableFuture.completedFuture(store.claim((ClaimRequest) args[0]));
+              }
+              try {
+                return method.invoke(store, args);
+              } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
+    Once once = Once.builder(asyncStore).clock(clock).lease(LEASE).asyncExecutor(executor)
+        .build();
+
+    CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(),
+        charge(CompletableFuture.completedFuture("charged")));
+    executor.runAll();
+
+    assertThat(answer.join().value()).isEqualTo("charged");
+    assertThat(calls).contains("claimAsync").doesNotContain("claim");
+  }
+
+  @Test
   void theListenerHearsTheCallFromItsStartToItsEndAsForABlockingCall() {
     List<String> events = new CopyOnWriteArrayList<>();
     Once once = builder().listener(new OnceListener() {

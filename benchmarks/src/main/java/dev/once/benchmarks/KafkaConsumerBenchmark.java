@@ -51,8 +51,8 @@ import org.apache.kafka.common.test.TestKitNodes;
  * instead of a private {@code redis-server} started on a free loopback port without persistence;
  * the benchmark's keys get a unique prefix and are never flushed, they expire with their
  * retention). A Kafka KRaft broker runs in this JVM
- * (kafka-test-common-runtime); PostgreSQL runs embedded (zonky) with its default durability
- * ({@code fsync} and {@code synchronous_commit} on). 500 records per poll, one partition, a handler
+ * (kafka-test-common-runtime); PostgreSQL runs embedded (zonky), whose defaults leave
+ * {@code fsync} on and set {@code synchronous_commit} off. 500 records per poll, one partition, a handler
  * that does nothing, so only the consumer, the store and the commits are measured.
  *
  * <p>To add a store, add a case to {@link #open(String)}.

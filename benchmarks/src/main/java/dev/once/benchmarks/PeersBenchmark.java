@@ -103,8 +103,8 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  * {@code 2,4,8}; with one thread only the largest), {@code once.bench.rounds} (measured rounds
  * after one warm-up round, default 3), {@code once.bench.seconds} (per side per round, default 2),
  * {@code once.bench.keys} (duplicates' keys per side, default 2,000), {@code once.bench.pool}
- * (default 8), {@code once.bench.postgres} (a JDBC URL instead of an embedded PostgreSQL, zonky,
- * default durability).
+ * (default 8), {@code once.bench.postgres} (a JDBC URL instead of an embedded PostgreSQL, zonky:
+ * {@code fsync} on, {@code synchronous_commit} off).
  */
 public final class PeersBenchmark {
 

@@ -47,8 +47,10 @@ import org.openjdk.jmh.annotations.Warmup;
  *       in one transaction; two statements, one commit.
  * </ul>
  *
- * <p>PostgreSQL runs embedded (zonky binaries) with its default durability (fsync and synchronous
- * commit on), since commits are what the modes differ in; {@code -Donce.bench.postgres=jdbc:…}
+ * <p>PostgreSQL runs embedded (zonky binaries) with zonky's defaults: {@code fsync} on,
+ * {@code synchronous_commit} off (a commit does not wait for its WAL flush, so commits cost CPU
+ * only; the modes differ in commits, so take figures with durable commits from a server with
+ * {@code synchronous_commit} on); {@code -Donce.bench.postgres=jdbc:…}
  * points it at another server instead. Run with {@code -t 1} and {@code -t 8}.
  */
 @BenchmarkMode(Mode.Throughput)

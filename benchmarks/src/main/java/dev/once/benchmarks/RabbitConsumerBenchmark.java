@@ -43,8 +43,8 @@ import java.util.concurrent.atomic.LongAdder;
  * (measured rounds per mode, default 3), {@code once.bench.prefetch} (default 500: the batch size),
  * {@code once.bench.postgres} (a JDBC URL instead of the embedded server), {@code once.bench.redis}
  * (a {@code redis://} URI instead of a private {@code redis-server} on a free loopback port without
- * persistence). PostgreSQL runs embedded (zonky) with its default durability ({@code fsync} and
- * {@code synchronous_commit} on). The messages are persistent, on a durable queue, with a
+ * persistence). PostgreSQL runs embedded (zonky), whose defaults leave {@code fsync} on and set
+ * {@code synchronous_commit} off (a commit does not wait for its WAL flush). The messages are persistent, on a durable queue, with a
  * {@code message-id} (the key); the handler does nothing, so only the consumer, the acks and the
  * store are measured. A run is timed from the first handled message to the last: every claim,
  * handler, completion and ack inside (the last batch's acks aside).

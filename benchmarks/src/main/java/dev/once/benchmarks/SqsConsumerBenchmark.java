@@ -46,8 +46,8 @@ import software.amazon.awssdk.services.sqs.model.SendMessageBatchRequestEntry;
  * {@code memory}), {@code once.bench.messages} (per run, default 5000), {@code once.bench.rounds}
  * (measured rounds per mode, default 3), {@code once.bench.batch} (messages gathered per batch,
  * default 500), {@code once.bench.postgres} (a JDBC URL instead of the embedded server). ElasticMQ
- * (an SQS-compatible server) runs in this JVM; PostgreSQL runs embedded (zonky) with its default
- * durability ({@code fsync} and {@code synchronous_commit} on). Receives of 10 are gathered into
+ * (an SQS-compatible server) runs in this JVM; PostgreSQL runs embedded (zonky), whose defaults
+ * leave {@code fsync} on and set {@code synchronous_commit} off. Receives of 10 are gathered into
  * batches of 500; the handler does nothing, so only the consumer, the SQS calls (receive, delete,
  * visibility) and the store are measured. A run is timed from the consumer's start until the queue
  * is empty: every receive, claim, handler, completion and delete inside.

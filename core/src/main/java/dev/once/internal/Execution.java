@@ -128,7 +128,13 @@ public final class Execution {
 
   /** Claims, and while the original is in progress polls as the policy allows. */
   private Claim claim(CallEvents events, IdempotencyKey key, Fingerprint fingerprint) {
-    Claim claim = claimOnce(events, request(key, fingerprint));
+    return waitWhileInProgress(events, key, fingerprint,
+        claimOnce(events, request(key, fingerprint)));
+  }
+
+  /** After a first {@code claim}: while the original is in progress, polls as the policy allows. */
+  private Claim waitWhileInProgress(CallEvents events, IdempotencyKey key,
+      Fingerprint fingerprint, Claim claim) {
     if (!(claim instanceof Claim.InProgress) || !config.inProgress().waits()) {
       return claim;
     }
@@ -257,24 +263,45 @@ public final class Execution {
       Codec<T> codec, AsyncWork<T> work) {
     CompletableFuture<Result<T>> answer = new CompletableFuture<>();
     CallEvents events = CallEvents.start(config.listener(), config.ticker(), key);
+    java.util.concurrent.Executor executor = config.asyncExecutor();
     try {
-      config.asyncExecutor().execute(() -> startAsync(events, key, fingerprint, codec, work,
-          answer));
+      if (claims != null) {
+        // Coalesced claims wait for their shared batch call: on the executor.
+        executor.execute(() -> startAsync(events, key, fingerprint, codec, work, answer,
+            () -> claim(events, key, fingerprint)));
+      } else {
+        // The first claim through the store's own asynchronous claim (native where it has one);
+        // the rest of the call on the executor, whichever thread answered.
+        store.forCall(events).claimAsync(request(key, fingerprint), executor)
+            .whenCompleteAsync((claim, failure) -> {
+              if (failure != null) {
+                fail(events, answer, unwrap(failure));
+              } else {
+                startAsync(events, key, fingerprint, codec, work, answer,
+                    () -> waitWhileInProgress(events, key, fingerprint, claim));
+              }
+            }, orHere(executor));
+      }
     } catch (RuntimeException refused) {
-      // The executor refused (shut down, saturated): nothing was claimed.
+      // The store or the executor refused (shut down, saturated): nothing was claimed.
       fail(events, answer, refused);
     }
     return answer;
   }
 
+  /**
+   * Goes on from {@code claim}, evaluated on the executor's thread ({@link #claim} or
+   * {@link #waitWhileInProgress}): a claim that throws fails the call, nothing run.
+   */
   private <T> void startAsync(CallEvents events, IdempotencyKey key, Fingerprint fingerprint,
-      Codec<T> codec, AsyncWork<T> work, CompletableFuture<Result<T>> answer) {
+      Codec<T> codec, AsyncWork<T> work, CompletableFuture<Result<T>> answer,
+      java.util.function.Supplier<Claim> claiming) {
     Claim.Acquired acquired;
     AttemptImpl attempt;
     Scheduler.Task heartbeat;
     long started;
     try {
-      Claim claim = claim(events, key, fingerprint);
+      Claim claim = claiming.get();
       if (!(claim instanceof Claim.Acquired held)) {
         answer.complete(ClaimAnswers.answer(key, claim, codec, config.clock(), events));
         return;
@@ -310,7 +337,24 @@ public final class Execution {
       } catch (Throwable t) {
         fail(events, answer, t);
       }
-    }, config.asyncExecutor());
+    }, orHere(config.asyncExecutor()));
+  }
+
+  /**
+   * {@code executor}, or the calling thread when it refuses a task: once a claim may be held, what
+   * follows must run (store the outcome, settle the failure, give the claim back), so a refused
+   * task blocks the thread that completed the stage rather than leaving the key to its lease.
+   */
+  private static java.util.concurrent.Executor orHere(java.util.concurrent.Executor executor) {
+    return task -> {
+      try {
+        executor.execute(task);
+      } catch (RuntimeException refused) {
+        LOG.log(System.Logger.Level.WARNING, "the asyncExecutor refused a task ("
+            + refused + "); running it on the completing thread");
+        task.run();
+      }
+    };
   }
 
   private <T> void failedAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,

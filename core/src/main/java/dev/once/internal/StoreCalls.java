@@ -37,6 +37,28 @@ final class StoreCalls {
     return timed("claim", () -> store.claim(request));
   }
 
+  /** {@link IdempotencyStore#claimAsync}, timed from the call to the stage's completion. */
+  java.util.concurrent.CompletionStage<Claim> claimAsync(ClaimRequest request,
+      java.util.concurrent.Executor blocking) {
+    if (listener == NoListener.INSTANCE) {
+      return store.claimAsync(request, blocking);
+    }
+    long start = ticker.getAsLong();
+    java.util.concurrent.CompletionStage<Claim> claim;
+    try {
+      claim = store.claimAsync(request, blocking);
+    } catch (RuntimeException e) {
+      told("claim", start, false);
+      throw e;
+    }
+    return claim.whenComplete((answer, failure) -> told("claim", start, failure == null));
+  }
+
+  private void told(String operation, long start, boolean succeeded) {
+    Duration elapsed = Duration.ofNanos(ticker.getAsLong() - start);
+    Execution.notify(listener, l -> l.onStoreCall(operation, elapsed, succeeded));
+  }
+
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {
     timed("complete", () -> {

@@ -12,6 +12,9 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 
 /**
  * Where records live. Every store implements the same rules, checked by the conformance suite in
@@ -45,6 +48,21 @@ public interface IdempotencyStore extends AutoCloseable {
    * IN_PROGRESS keeps the request's {@link ClaimRequest#claimId}.
    */
   Claim claim(ClaimRequest request);
+
+  /**
+   * {@link #claim}, without blocking the caller: the same decision, answered by the stage (or the
+   * stage completes exceptionally with what {@code claim} would throw). {@code Once.callAsync}
+   * claims through it. The default runs {@link #claim} on {@code blocking}, the executor the
+   * caller gives for store calls that block; a store whose client is asynchronous overrides it
+   * and never blocks (DynamoDB, built with an asynchronous client). The conformance suite checks
+   * that it decides as {@code claim} does.
+   *
+   * @param blocking where to run a claim that blocks; a store that does not block ignores it
+   */
+  default CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
+    Objects.requireNonNull(request, "request");
+    return CompletableFuture.supplyAsync(() -> claim(request), blocking);
+  }
 
   /**
    * Claims a batch, answering in the request order. Stores that can do it in one round trip

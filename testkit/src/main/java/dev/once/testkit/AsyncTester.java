@@ -11,6 +11,8 @@ import dev.once.Once;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
 import dev.once.spi.Status;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -27,10 +29,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The store under {@link Once#callAsync}, the asynchronous path, on real threads: the claim and
- * the outcome's write on the Once's executor, the work's stage completed on threads of its own.
- * A replay, a reused key, a retryable and a terminal failure, an answer cancelled after the claim,
- * and callers racing on one key.
+ * The store under {@link Once#callAsync}, the asynchronous path, on real threads: the store's
+ * {@code claimAsync} deciding as {@code claim} does (native or on the executor given), the outcome's
+ * write on the Once's executor, the work's stage completed on threads of its own. A replay, a
+ * reused key, a retryable and a terminal failure, an answer cancelled after the claim, and callers
+ * racing on one key.
  */
 abstract class AsyncTester extends ConformanceTester {
 
@@ -78,6 +81,28 @@ abstract class AsyncTester extends ConformanceTester {
 
   private CompletableFuture<String> later(String value, AtomicInteger runs) {
     return CompletableFuture.supplyAsync(() -> value + "-" + runs.incrementAndGet(), workThreads);
+  }
+
+  @Test
+  void claimAsyncDecidesAsClaimDoes() throws Exception {
+    IdempotencyKey key = newKey();
+    ClaimRequest first = request(key, FP);
+
+    Claim acquired = await(store.claimAsync(first, storeThreads).toCompletableFuture());
+    Claim resent = await(store.claimAsync(first, storeThreads).toCompletableFuture());
+    Claim another = await(store.claimAsync(request(key, FP), storeThreads)
+        .toCompletableFuture());
+    assertThat(acquired).isInstanceOf(Claim.Acquired.class);
+    assertThat(resent).as("its own claim, re-sent").isInstanceOfSatisfying(Claim.Acquired.class,
+        r -> assertThat(r.token()).isEqualTo(((Claim.Acquired) acquired).token()));
+    assertThat(another).isInstanceOf(Claim.InProgress.class);
+
+    complete(key, ((Claim.Acquired) acquired).token(), text("done"));
+    assertThat(await(store.claimAsync(request(key, FP), storeThreads).toCompletableFuture()))
+        .isInstanceOfSatisfying(Claim.Replay.class,
+            r -> assertThat(r.outcome().body()).isEqualTo(text("done").body()));
+    assertThat(await(store.claimAsync(request(key, OTHER_FP), storeThreads)
+        .toCompletableFuture())).isInstanceOf(Claim.Mismatch.class);
   }
 
   @Test

@@ -26,6 +26,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 import java.util.regex.Pattern;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
@@ -388,6 +390,17 @@ public final class DynamoDbStore implements IdempotencyStore {
   @Override
   public Claim claim(ClaimRequest request) {
     return engine.claim(request);
+  }
+
+  /**
+   * With an asynchronous client ({@link Builder#asyncClient}, or the one a store building its own
+   * clients makes when the SDK's asynchronous HTTP client is on the classpath): the claim on it,
+   * never blocking a thread. Without one: {@link #claim} on {@code blocking}.
+   */
+  @Override
+  public CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
+    return engine.canClaimAsync() ? engine.claimAsync(request)
+        : IdempotencyStore.super.claimAsync(request, blocking);
   }
 
   /**

@@ -817,6 +817,28 @@ class DynamoDbStoreTest {
     }
 
     @Test
+    void claimAsyncOnTheAsynchronousClientNeverTakesABlockingThread() throws Exception {
+      DynamoDbStore s = LOCAL.newStore("async");
+      java.util.concurrent.Executor noThreads = task -> {
+        throw new AssertionError("a blocking thread was taken");
+      };
+      try {
+        Claim first = s.claimAsync(request(newKey(), FP), noThreads).toCompletableFuture()
+            .get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(first).isInstanceOf(Claim.Acquired.class);
+
+        DynamoDbStore missing = DynamoDbStore.builder(LOCAL.client())
+            .asyncClient(LOCAL.asyncClient()).table("no-such-table").build();
+        assertThat(missing.claimAsync(request(newKey(), FP), noThreads).toCompletableFuture())
+            .failsWithin(java.time.Duration.ofSeconds(30))
+            .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+            .havingCause().isInstanceOf(dev.once.SchemaMissingException.class);
+      } finally {
+        s.close();
+      }
+    }
+
+    @Test
     void aMissingTableIsASetUpMistakeNotAnOutage() {
       DynamoDbStore s = DynamoDbStore.builder(LOCAL.client()).table("no-such-table").build();
 

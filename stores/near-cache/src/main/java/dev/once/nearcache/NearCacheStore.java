@@ -23,6 +23,9 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 
 /**
  * A bounded in-memory cache of COMPLETED records in front of any {@link IdempotencyStore}: a
@@ -198,6 +201,25 @@ public final class NearCacheStore implements IdempotencyStore {
     Claim claim = store.claim(request);
     learn(request, claim, generation, learnFromReplays);
     return claim;
+  }
+
+  /**
+   * As {@link #claim}: a replay from memory at once, without touching {@code blocking}; otherwise
+   * the store's own {@code claimAsync} (native where the store has one), learned from as
+   * {@code claim} learns.
+   */
+  @Override
+  public CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
+    Objects.requireNonNull(request, "request");
+    Claim cached = records.answer(request);
+    if (cached != null) {
+      return CompletableFuture.completedFuture(cached);
+    }
+    long generation = records.generation();
+    return store.claimAsync(request, blocking).thenApply(claim -> {
+      learn(request, claim, generation, learnFromReplays);
+      return claim;
+    });
   }
 
   /**

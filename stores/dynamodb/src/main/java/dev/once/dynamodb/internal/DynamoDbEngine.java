@@ -142,6 +142,25 @@ public final class DynamoDbEngine {
   }
 
   /**
+   * {@link #claim} on the asynchronous client, never blocking: the same protocol, its failures
+   * mapped as {@code claim} maps them. Only with an asynchronous client ({@link #canClaimAsync}).
+   */
+  public CompletableFuture<Claim> claimAsync(ClaimRequest request) {
+    Objects.requireNonNull(request, "request");
+    return protocol.claim(request, asyncClient::updateItem).handle((claim, error) -> {
+      if (error != null) {
+        throw Errors.map(error, table, "claim of " + request.key());
+      }
+      return claim;
+    });
+  }
+
+  /** Whether {@link #claimAsync} may be called: the engine has an asynchronous client. */
+  public boolean canClaimAsync() {
+    return asyncClient != null;
+  }
+
+  /**
    * Claims a batch: keys in parallel on the asynchronous client, at most
    * {@code claimAllConcurrency} in flight; the requests for one key in order, each after the
    * previous one's answer. DynamoDB has no conditional batch write, so this is one conditional
