@@ -42,7 +42,9 @@ import net.jqwik.api.lifecycle.BeforeProperty;
  *   <li>replay to every duplicate exactly the first outcome stored for the key,
  *   <li>leave a record equal to the model's after every step,
  *   <li>recognise a re-sent claim as its claimant's own (Acquired, same token) and acknowledge a
- *       repeated completion or failure that was already applied.
+ *       repeated completion or failure that was already applied,
+ *   <li>decide the same through {@code claimAsync} (the claims of every other worker go through
+ *       it, as {@code Once.callAsync}'s do) as through {@code claim}.
  * </ul>
  *
  * Extend it with a store over the real server, as for {@link StoreConformanceSuite}.
@@ -281,11 +283,21 @@ public abstract class StoreModelProperties {
           : () -> store.fail(key(k), w.token(), w.error(), w.now(), RETENTION);
     }
 
+    /** {@code claimAsync}, awaited; its failure thrown as {@code claim} would throw it. */
+    Claim claimAsync(ClaimRequest request) {
+      try {
+        return store.claimAsync(request, Runnable::run).toCompletableFuture().join();
+      } catch (java.util.concurrent.CompletionException e) {
+        throw e.getCause() instanceof RuntimeException r ? r : e;
+      }
+    }
+
     void claim(int worker, int k, ClaimRequest request) {
       Instant now = request.now();
       int fingerprint = request.fingerprint().equals(FINGERPRINTS[0]) ? 0 : 1;
       ClaimStep s = new ClaimStep(worker, k, fingerprint);
-      Claim claim = store.claim(request);
+      // Odd workers claim as Once.callAsync does, through claimAsync: the same decisions.
+      Claim claim = worker % 2 == 1 ? claimAsync(request) : store.claim(request);
       ModelRecord m = model.get(s.key());
       if (m != null && now.isBefore(m.expiresAt) && m.fingerprint == fingerprint
           && m.status == Status.IN_PROGRESS && now.isBefore(m.leaseUntil)
