@@ -9,6 +9,7 @@ import dev.once.cli.store.StoreUris.StoreUri;
 import dev.once.cli.store.StoreUris;
 import dev.once.cli.support.CommandFailure;
 import dev.once.cli.support.Latencies;
+import dev.once.cli.support.HeldLog;
 import dev.once.cli.support.Progress;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -151,9 +152,14 @@ public final class DemoCommand implements Callable<Integer> {
           without = scenario.runWithoutOnce();
         }
         DemoResult.Figures with;
-        try (Progress progress = Progress.start("with Once   ", scenario.messages(),
-            scenario::acknowledged)) {
-          with = scenario.runWithOnce();
+        // The engine's warnings (a worker that stalled past its lease on a loaded machine) are
+        // held back while the progress line is drawn, then told in one line.
+        try (HeldLog held = HeldLog.holdBack()) {
+          try (Progress progress = Progress.start("with Once   ", scenario.messages(),
+              scenario::acknowledged)) {
+            with = scenario.runWithOnce();
+          }
+          engineWarnings = held.summary();
         }
         result = new DemoResult(without, with);
       } catch (StoreUnavailableException e) {
@@ -179,8 +185,14 @@ public final class DemoCommand implements Callable<Integer> {
     }
   }
 
+  /** What the engine logged during the run with Once, in one line; empty if nothing. */
+  private String engineWarnings = "";
+
   private void report(PrintWriter out, DemoResult result) {
     printTable(out, result);
+    if (!engineWarnings.isEmpty()) {
+      out.printf(Locale.ROOT, "(%s)%n", engineWarnings);
+    }
     if (result.withOnce().takeovers() > 0) {
       // Without this, the lower figure reads as Once's overhead; it is mostly recovery time.
       out.printf(Locale.ROOT, "(throughput with Once includes waiting out the %d ms lease of "
