@@ -1,4 +1,4 @@
-package dev.once.servlet.internal;
+package dev.once.http;
 
 import java.util.List;
 import java.util.Objects;

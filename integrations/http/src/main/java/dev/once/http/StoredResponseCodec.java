@@ -1,4 +1,4 @@
-package dev.once.servlet.internal;
+package dev.once.http;
 
 import dev.once.Codec;
 import java.io.ByteArrayInputStream;
@@ -15,7 +15,8 @@ import java.util.List;
  * Stores a {@link StoredResponse} as bytes: a format byte, the status, the header count, each
  * header name and value (length-prefixed UTF-8), then the body. Binary, so a body of any media
  * type round-trips byte for byte. Format 1 holds the whole response; format 2, the same layout
- * with an empty body, marks a response whose body was too large to store.
+ * with an empty body, marks a response whose body was too large to store. The one outcome format
+ * of Once's HTTP adapters: records written by one are replayed by any other.
  */
 public final class StoredResponseCodec implements Codec<StoredResponse> {
 
@@ -26,6 +27,7 @@ public final class StoredResponseCodec implements Codec<StoredResponse> {
   private static final int BODY_NOT_STORED = 2;
   private static final int MAX_HEADERS = 1000;
 
+  /** The codec (stateless). */
   public static final StoredResponseCodec INSTANCE = new StoredResponseCodec();
 
   private StoredResponseCodec() {}

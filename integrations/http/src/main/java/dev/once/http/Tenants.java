@@ -1,4 +1,4 @@
-package dev.once.servlet.internal;
+package dev.once.http;
 
 import dev.once.IdempotencyKey;
 import java.nio.charset.StandardCharsets;

@@ -1,10 +1,11 @@
-package dev.once.servlet;
+package dev.once.http;
 
 /**
  * The one HTTP vocabulary of Once: the situations in which Once answers instead of the
  * application, each with its HTTP status, a stable RFC 9457 problem {@code type} URI, a fixed
- * {@code title} and the headers it carries. The servlet filter, the Spring Boot starter's answers
- * for {@code @Idempotent} controllers and {@code once serve} all answer from this one definition.
+ * {@code title} and the headers it carries. The servlet filter, the JAX-RS filter, the Spring Boot
+ * starter's answers for {@code @Idempotent} controllers and {@code once serve} all answer from this
+ * one definition.
  * The body is {@code application/problem+json} ({@link #MEDIA_TYPE}) with {@code type},
  * {@code title}, {@code status}, {@code detail} and {@code instance} (the request's path).
  */

@@ -1,4 +1,4 @@
-package dev.once.servlet.internal;
+package dev.once.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;

@@ -1,17 +1,23 @@
-package dev.once.servlet.internal;
+package dev.once.http;
 
 import dev.once.IdempotencyKey;
-import java.util.Enumeration;
+import java.util.List;
 
 /**
  * Parses the {@code Idempotency-Key} header: an RFC 8941 sf-string ({@code "abc"}, as the IETF
- * draft specifies) or, as clients commonly send, a bare value ({@code abc}, a UUID).
+ * draft specifies) or, as clients commonly send, a bare value ({@code abc}, a UUID). 1–255
+ * printable ASCII characters; a bare key may not contain whitespace, {@code "}, {@code \\} or
+ * {@code ,}; sf-string parameters and a header sent twice are refused. Every Once HTTP adapter
+ * parses the key with it, so a key means the same whichever adapter received it.
  */
 public final class KeyHeader {
 
   private KeyHeader() {}
 
-  /** The parsed header: a key, or why there is none. */
+  /**
+   * The parsed header: a key ({@link #valid()}), none ({@link #missing()}), or why it is refused
+   * ({@link #problem()}).
+   */
   public record Parsed(String key, boolean missing, String problem) {
     static Parsed ok(String key) {
       return new Parsed(key, false, null);
@@ -25,24 +31,24 @@ public final class KeyHeader {
       return new Parsed(null, false, problem);
     }
 
+    /** Whether {@link #key()} holds a key. */
     public boolean valid() {
       return key != null;
     }
   }
 
-  /** Parses every value the request carries under the header name. */
-  public static Parsed parse(Enumeration<String> values, String headerName) {
-    if (values == null || !values.hasMoreElements()) {
+  /** Parses every value the request carries under the header name (null or empty: none). */
+  public static Parsed parse(List<String> values, String headerName) {
+    if (values == null || values.isEmpty()) {
       return Parsed.absent();
     }
-    String value = values.nextElement();
-    if (values.hasMoreElements()) {
+    if (values.size() > 1) {
       return Parsed.invalid(headerName + " was sent more than once");
     }
-    return parse(value, headerName);
+    return parse(values.get(0), headerName);
   }
 
-  /** Parses one header value. */
+  /** Parses one header value; {@code headerName} is used in the problem's text. */
   public static Parsed parse(String raw, String headerName) {
     String value = trimOws(raw);
     if (value.isEmpty()) {

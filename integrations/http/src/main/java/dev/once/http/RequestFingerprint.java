@@ -1,4 +1,4 @@
-package dev.once.servlet.internal;
+package dev.once.http;
 
 import dev.once.Fingerprint;
 import dev.once.jackson.CanonicalJson;
@@ -21,6 +21,10 @@ public final class RequestFingerprint {
 
   private RequestFingerprint() {}
 
+  /**
+   * The fingerprint of a request: {@code method}, {@code path} (decoded, within the application),
+   * the raw {@code query} (null for none), and {@code body} read under {@code contentType}.
+   */
   public static Fingerprint of(String method, String path, String query, String contentType,
       byte[] body) {
     String kind = "raw";

@@ -1,8 +1,7 @@
-package dev.once.servlet.internal;
+package dev.once.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.util.Collections;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -48,10 +47,10 @@ class KeyHeaderTest {
 
   @Test
   void tellsAbsentFromRepeated() {
-    assertThat(KeyHeader.parse(Collections.emptyEnumeration(), "Idempotency-Key").missing())
+    assertThat(KeyHeader.parse(List.of(), "Idempotency-Key").missing())
         .isTrue();
-    assertThat(KeyHeader.parse((java.util.Enumeration<String>) null, "Idempotency-Key").missing()).isTrue();
-    KeyHeader.Parsed twice = KeyHeader.parse(Collections.enumeration(List.of("a", "b")),
+    assertThat(KeyHeader.parse((List<String>) null, "Idempotency-Key").missing()).isTrue();
+    KeyHeader.Parsed twice = KeyHeader.parse(List.of("a", "b"),
         "Idempotency-Key");
     assertThat(twice.valid()).isFalse();
     assertThat(twice.problem()).contains("more than once");

@@ -1,4 +1,4 @@
-package dev.once.servlet;
+package dev.once.testkit.http;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -11,30 +11,32 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 
-/** A real HTTP client against a {@link TestServer}. */
-final class Http {
+/** A real HTTP client (java.net.http and raw sockets) against a {@link ContractServer}. */
+public final class ContractHttp {
 
-  private final TestServer server;
+  private final ContractServer server;
   private final HttpClient client = HttpClient.newBuilder()
       .version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5))
       .build();
 
-  Http(TestServer server) {
+  /** A client of {@code server}. */
+  public ContractHttp(ContractServer server) {
     this.server = server;
   }
 
   /** A request builder for {@code pathAndQuery}, with a generous timeout. */
-  HttpRequest.Builder request(String pathAndQuery) {
-    return HttpRequest.newBuilder(server.uri(pathAndQuery)).timeout(Duration.ofSeconds(30));
+  public HttpRequest.Builder request(String pathAndQuery) {
+    return HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + server.port() + pathAndQuery)).timeout(Duration.ofSeconds(30));
   }
 
   /** POST with a JSON body as {@code user}, with key header {@code key} when not null. */
-  HttpResponse<byte[]> post(String path, String user, String key, String json) {
+  public HttpResponse<byte[]> post(String path, String user, String key, String json) {
     return send(post(path, user, key, json, "application/json"));
   }
 
-  HttpRequest post(String path, String user, String key, String body, String contentType) {
+  /** A POST of {@code body} as {@code contentType}, as {@code user}, with {@code key} if not null. */
+  public HttpRequest post(String path, String user, String key, String body, String contentType) {
     HttpRequest.Builder b = request(path).header("Content-Type", contentType)
         .POST(HttpRequest.BodyPublishers.ofString(body));
     if (user != null) {
@@ -46,7 +48,8 @@ final class Http {
     return b.build();
   }
 
-  HttpResponse<byte[]> send(HttpRequest request) {
+  /** Sends {@code request}, the body as bytes. */
+  public HttpResponse<byte[]> send(HttpRequest request) {
     try {
       return client.send(request, HttpResponse.BodyHandlers.ofByteArray());
     } catch (IOException e) {
@@ -57,7 +60,8 @@ final class Http {
     }
   }
 
-  CompletableFuture<HttpResponse<byte[]>> sendAsync(HttpRequest request) {
+  /** Sends {@code request} without waiting. */
+  public CompletableFuture<HttpResponse<byte[]>> sendAsync(HttpRequest request) {
     return client.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
   }
 
@@ -66,7 +70,7 @@ final class Http {
    * byte for byte as ISO-8859-1 over a socket, for header values no well-behaved client sends, and
    * returns the status code.
    */
-  int raw(String head) throws IOException {
+  public int raw(String head) throws IOException {
     try (Socket socket = new Socket("127.0.0.1", server.port())) {
       socket.setSoTimeout(10_000);
       OutputStream out = socket.getOutputStream();
@@ -86,7 +90,7 @@ final class Http {
    *
    * @return what was read before hanging up
    */
-  byte[] postAndHangUp(String path, String user, String key, String body, int bytes)
+  public byte[] postAndHangUp(String path, String user, String key, String body, int bytes)
       throws IOException {
     Socket socket = new Socket();
     try {
@@ -110,11 +114,13 @@ final class Http {
     }
   }
 
-  static String text(HttpResponse<byte[]> response) {
+  /** The body as UTF-8 text. */
+  public static String text(HttpResponse<byte[]> response) {
     return new String(response.body(), StandardCharsets.UTF_8);
   }
 
-  static String header(HttpResponse<?> response, String name) {
+  /** The first value of a header, or null. */
+  public static String header(HttpResponse<?> response, String name) {
     return response.headers().firstValue(name).orElse(null);
   }
 }
