@@ -33,4 +33,10 @@ class PostgresJaxrsTest extends JerseyContract {
       dataSource.close();
     }
   }
+
+  /** A quarter of the race tests' tries: all of them run on the in-memory store (the time budget). */
+  @Override
+  protected int tries(int count) {
+    return count / 4;
+  }
 }

@@ -13,4 +13,10 @@ class SqliteJaxrsTest extends JerseyContract {
     store.createSchema();
     return store;
   }
+
+  /** A quarter of the race tests' tries: all of them run on the in-memory store (the time budget). */
+  @Override
+  protected int tries(int count) {
+    return count / 4;
+  }
 }
