@@ -35,6 +35,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
       return invocation.proceed();
     }
     if (position == Position.OUTER) {
+      if (method.reactive()) {
+        return support.reactive(method, invocation);
+      }
       if (invocation instanceof ProxyMethodInvocation proxied
           && support.joinsTransaction(invocation, targetClass)) {
         proxied.setUserAttribute(IdempotentSupport.JOIN, Boolean.TRUE);

@@ -46,11 +46,17 @@ final class IdempotentMethod {
   private final Expression tenant;
   private final Expression fingerprint;
   private final Class<? extends Throwable>[] terminalOn;
+  /** The type of the value stored: the return type, or {@code T} of a {@code Mono<T>}. */
   private final Type returnType;
-  /** For an {@code HttpEntity}/{@code ResponseEntity} return type, its resolved body type. */
+  /** The raw class of {@link #returnType}. */
+  private final Class<?> valueClass;
+  /** Whether the method returns a {@code Mono<T>}, run through once-reactor. */
+  private final boolean reactive;
+  /** For an {@code HttpEntity}/{@code ResponseEntity} value, its resolved body type. */
   private final Type entityBody;
 
-  private IdempotentMethod(Method method, Idempotent annotation, Class<?> targetClass) {
+  private IdempotentMethod(Method method, Idempotent annotation, Class<?> targetClass,
+      boolean reactiveSupported) {
     this.method = method;
     String name = describe(method, targetClass);
     this.scope = annotation.scope().isEmpty()
@@ -68,20 +74,85 @@ final class IdempotentMethod {
         : parse(annotation.fingerprint(), "fingerprint", name);
     this.terminalOn = annotation.terminalOn();
     ResolvableType resolved = ResolvableType.forMethodReturnType(method, targetClass);
-    this.returnType = resolved.getType();
-    String refused = refusal(method, resolved);
+    this.reactive = reactiveSupported && isMono(resolved.resolve(Object.class));
+    ResolvableType value = reactive ? resolved.getGeneric(0) : resolved;
+    String refused = reactive ? monoRefusal(method, resolved) : refusal(method, resolved);
     if (refused != null) {
       throw new IllegalStateException("@Idempotent on " + name + ": " + refused);
     }
-    this.entityBody = isA(resolved.resolve(Object.class), "org.springframework.http.HttpEntity")
-        ? resolved.as(HttpEntityTypes.HTTP_ENTITY).getGeneric(0).getType() : null;
+    this.returnType = value.getType();
+    this.valueClass = reactive ? value.resolve(Object.class) : method.getReturnType();
+    this.entityBody = isA(value.resolve(Object.class), "org.springframework.http.HttpEntity")
+        ? resolvedType(value.as(HttpEntityTypes.HTTP_ENTITY).getGeneric(0)) : null;
+  }
+
+  /**
+   * {@code type} as a {@link Type} with its variables resolved: {@code getType()} of a generic
+   * reached through {@code as(...)} is the declaring class's variable ({@code T} of
+   * {@code HttpEntity<T>}), which Jackson would read as {@code Object}.
+   */
+  static Type resolvedType(ResolvableType type) {
+    Class<?> raw = type.resolve(Object.class);
+    if (!type.hasGenerics()) {
+      return raw;
+    }
+    ResolvableType[] generics = type.getGenerics();
+    Type[] arguments = new Type[generics.length];
+    for (int i = 0; i < generics.length; i++) {
+      arguments[i] = resolvedType(generics[i]);
+    }
+    Type owner = raw.getDeclaringClass();
+    return new ParameterizedType() {
+      @Override
+      public Type[] getActualTypeArguments() {
+        return arguments.clone();
+      }
+
+      @Override
+      public Type getRawType() {
+        return raw;
+      }
+
+      @Override
+      public Type getOwnerType() {
+        return owner;
+      }
+
+      @Override
+      public String toString() {
+        return raw.getName() + java.util.Arrays.toString(arguments);
+      }
+    };
+  }
+
+  private static final String MONO = "reactor.core.publisher.Mono";
+
+  /** Whether {@code raw} is Reactor's {@code Mono} itself. */
+  private static boolean isMono(Class<?> raw) {
+    return raw.getName().equals(MONO);
+  }
+
+  /**
+   * Why a method returning {@code Mono<T>} (run through once-reactor) cannot be @Idempotent, or
+   * null when it can: {@code T} must be known and storable, by the rules of a blocking method.
+   */
+  private static String monoRefusal(Method method, ResolvableType mono) {
+    ResolvableType element = mono.getGeneric(0);
+    Class<?> elementClass = element.resolve();
+    if (elementClass == null || elementClass == Object.class && element.getType()
+        instanceof java.lang.reflect.WildcardType) {
+      return "the element type of " + mono + " is not known, so its replay could not be read back"
+          + " as the same type: declare it (Mono<Receipt>, Mono<Void>, not Mono<?>)";
+    }
+    String refused = refusal(method, element);
+    return refused == null ? null : "its element type: " + refused;
   }
 
   private static final String ASYNC = "asynchronous return types (%s) are not supported: the"
       + " method must return its result";
-  private static final String REACTIVE = "reactive return types (%s) are not supported yet:"
-      + " return the value itself (block in the method), or put @Idempotent on a blocking service"
-      + " method the reactive code calls";
+  private static final String REACTIVE = "reactive return types (%s) are not supported: return"
+      + " a Mono<T> (with dev.once:once-reactor on the classpath), or the value itself, or put"
+      + " @Idempotent on a blocking service method the reactive code calls";
   private static final String STREAMED = "streamed responses (%s) cannot be stored and replayed:"
       + " return the whole body, or leave this endpoint to the Idempotency-Key filter's path"
       + " exclusions";
@@ -182,10 +253,21 @@ final class IdempotentMethod {
   }
 
   /** The method's metadata, or null if it is not {@link Idempotent}. */
-  static IdempotentMethod of(Method method, Class<?> targetClass) {
+  static IdempotentMethod of(Method method, Class<?> targetClass, boolean reactiveSupported) {
     Idempotent annotation = org.springframework.core.annotation.AnnotatedElementUtils
         .findMergedAnnotation(method, Idempotent.class);
-    return annotation == null ? null : new IdempotentMethod(method, annotation, targetClass);
+    return annotation == null ? null
+        : new IdempotentMethod(method, annotation, targetClass, reactiveSupported);
+  }
+
+  /** Whether it returns a {@code Mono<T>}, to run through once-reactor. */
+  boolean reactive() {
+    return reactive;
+  }
+
+  /** The method itself. */
+  Method method() {
+    return method;
   }
 
   String scope() {
@@ -246,9 +328,12 @@ final class IdempotentMethod {
     }
   }
 
-  /** How the return value is stored: nothing for void, else JSON of the declared type. */
+  /**
+   * How the return value (a {@code Mono}'s value) is stored: nothing for void ({@code Mono<Void>}),
+   * else JSON of the declared type.
+   */
   Codec<Object> codec(ObjectMapper mapper) {
-    Class<?> raw = method.getReturnType();
+    Class<?> raw = valueClass;
     if (raw == void.class || raw == Void.class) {
       @SuppressWarnings("unchecked")
       Codec<Object> none = (Codec<Object>) (Codec<?>) Codecs.none();

@@ -21,6 +21,7 @@ import org.aopalliance.intercept.MethodInvocation;
 import org.springframework.aop.ProxyMethodInvocation;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.ListableBeanFactory;
+import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.util.ClassUtils;
 
 /**
@@ -48,12 +49,18 @@ final class IdempotentSupport {
   static final String LEASE = IdempotentSupport.class.getName() + ".lease";
 
   private final ListableBeanFactory beans;
+  /** Whether once-reactor and Reactor are present: then {@code Mono<T>} methods run through it. */
+  private final boolean reactive;
   private final Map<Method, IdempotentMethod> methods = new ConcurrentHashMap<>();
   private final Map<IdempotentMethod, Runners> runners = new ConcurrentHashMap<>();
   private volatile Context context;
 
   IdempotentSupport(ListableBeanFactory beans) {
     this.beans = beans;
+    ClassLoader loader = beans instanceof ConfigurableBeanFactory configurable
+        && configurable.getBeanClassLoader() != null ? configurable.getBeanClassLoader() : LOADER;
+    this.reactive = ClassUtils.isPresent("dev.once.reactor.OnceReactor", loader)
+        && ClassUtils.isPresent("reactor.core.publisher.Mono", loader);
   }
 
   /** The method's metadata (parsed once), or null if it is not @Idempotent. */
@@ -63,7 +70,8 @@ final class IdempotentSupport {
     if (cached != null) {
       return cached;
     }
-    IdempotentMethod parsed = IdempotentMethod.of(specific, ClassUtils.getUserClass(targetClass));
+    IdempotentMethod parsed = IdempotentMethod.of(specific, ClassUtils.getUserClass(targetClass),
+        reactive);
     if (parsed != null) {
       methods.putIfAbsent(specific, parsed);
     }
@@ -118,6 +126,27 @@ final class IdempotentSupport {
       throw (Exception) after;
     }
     return value;
+  }
+
+  /**
+   * A method returning {@code Mono<T>}: the key and fingerprint of this invocation's arguments,
+   * and a {@code Mono} that makes the call through once-reactor on each subscription, in lease
+   * mode (a thread-bound transaction cannot span a {@code Mono}). What fails before that (no
+   * key, say) is the {@code Mono}'s error.
+   */
+  Object reactive(IdempotentMethod method, MethodInvocation invocation) {
+    try {
+      Context c = context();
+      Object[] args = invocation.getArguments();
+      IdempotencyKey key = method.key(invocation.getThis(), args, beans);
+      Fingerprint fingerprint = method.fingerprint(invocation.getThis(), args, beans, c.mapper);
+      Runners r = runners(method, c);
+      return ReactiveIdempotent.call(r.once, r.codec, key, fingerprint, invocation,
+          method.returnsEntity() && !c.properties.getHttp().isStoreServerErrors(),
+          method.method());
+    } catch (RuntimeException e) {
+      return ReactiveIdempotent.error(e);
+    }
   }
 
   /**

@@ -10,7 +10,6 @@ import org.springframework.http.HttpEntity;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ResponseEntity;
 import org.springframework.util.ClassUtils;
-import org.springframework.web.context.request.RequestAttributes;
 import org.springframework.web.context.request.RequestContextHolder;
 import org.springframework.web.context.request.ServletRequestAttributes;
 import org.springframework.web.method.HandlerMethod;
@@ -38,13 +37,29 @@ final class ReplayMarker {
 
   /** {@code value}, marked as a replay if it answers the current request (see above). */
   static Object marked(Object value, Method invoked) {
-    return MVC ? Mvc.marked(value, invoked) : value;
+    return MVC ? Mvc.marked(value, invoked, Mvc.current()) : value;
+  }
+
+  /**
+   * The request being answered on this thread (Spring MVC's {@code RequestAttributes}), or null:
+   * kept by a {@code Mono} method's call, whose replay arrives on another thread.
+   */
+  static Object currentRequest() {
+    return MVC ? Mvc.current() : null;
+  }
+
+  /** As {@link #marked(Object, Method)}, for the request {@link #currentRequest} returned. */
+  static Object marked(Object value, Method invoked, Object request) {
+    return MVC && request != null ? Mvc.marked(value, invoked, request) : value;
   }
 
   /** Loaded only when Spring MVC and the servlet API are present. */
   private static final class Mvc {
-    static Object marked(Object value, Method invoked) {
-      RequestAttributes attributes = RequestContextHolder.getRequestAttributes();
+    static Object current() {
+      return RequestContextHolder.getRequestAttributes();
+    }
+
+    static Object marked(Object value, Method invoked, Object attributes) {
       if (!(attributes instanceof ServletRequestAttributes servlet)) {
         return value;
       }
