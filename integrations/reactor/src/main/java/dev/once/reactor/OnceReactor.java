@@ -108,9 +108,10 @@ public final class OnceReactor {
   }
 
   /**
-   * How {@link #call} stores outcomes, around {@code codec}: a tag byte, {@code e} for an empty
-   * result, or {@code v} followed by {@code codec}'s bytes for a value (so a value that encodes to
-   * no bytes at all still replays as a value). A blocking {@link Once#call} that shares keys with
+   * How {@link #call} stores outcomes, around {@code codec}: a NUL and {@code om}, then a tag
+   * byte, {@code e} for an empty result, or {@code v} followed by {@code codec}'s bytes for a value
+   * (so a value that encodes to no bytes at all still replays as a value). Bytes that do not begin
+   * so (stored by a blocking call with the plain codec) are refused, never read as a value. A blocking {@link Once#call} that shares keys with
    * reactive calls reads their outcomes with this codec.
    */
   public static <T> Codec<Optional<T>> outcomeCodec(Codec<T> codec) {

@@ -11,10 +11,18 @@ import reactor.core.publisher.Mono;
 /** How a {@code Mono}'s outcome, a value or none, becomes a stage and a stored outcome. Not API. */
 public final class MonoOutcomes {
 
+  /**
+   * What every stored outcome begins with, before its tag: a NUL, which no text, JSON, protobuf
+   * message or Java serialization stream begins with, so bytes another codec stored are refused,
+   * never read as a tagged outcome (a plain "visa" was replayed as "isa" when one letter told
+   * them apart).
+   */
+  static final byte[] MAGIC = {0, 'o', 'm'};
   /** The tag of a stored empty result. */
   static final byte EMPTY = 'e';
   /** The tag before a stored value's own bytes. */
   static final byte VALUE = 'v';
+  private static final int HEAD = MAGIC.length + 1;
 
   private MonoOutcomes() {}
 
@@ -54,27 +62,29 @@ public final class MonoOutcomes {
 
     @Override
     public byte[] encode(Optional<T> value) {
-      if (value == null || value.isEmpty()) {
-        return new byte[] {EMPTY};
-      }
-      byte[] bytes = codec.encode(value.get());
-      byte[] tagged = new byte[bytes.length + 1];
-      tagged[0] = VALUE;
-      System.arraycopy(bytes, 0, tagged, 1, bytes.length);
+      boolean empty = value == null || value.isEmpty();
+      byte[] bytes = empty ? new byte[0] : codec.encode(value.get());
+      byte[] tagged = new byte[HEAD + bytes.length];
+      System.arraycopy(MAGIC, 0, tagged, 0, MAGIC.length);
+      tagged[MAGIC.length] = empty ? EMPTY : VALUE;
+      System.arraycopy(bytes, 0, tagged, HEAD, bytes.length);
       return tagged;
     }
 
     @Override
     public Optional<T> decode(byte[] bytes) {
-      if (bytes.length == 1 && bytes[0] == EMPTY) {
+      if (bytes.length < HEAD || !Arrays.equals(bytes, 0, MAGIC.length, MAGIC, 0, MAGIC.length)
+          || (bytes[MAGIC.length] != EMPTY && bytes[MAGIC.length] != VALUE)
+          || (bytes[MAGIC.length] == EMPTY && bytes.length != HEAD)) {
+        throw new IllegalArgumentException("not an outcome stored by once-reactor (those begin"
+            + " with a NUL, \"om\" and the tag 'e' or 'v'): was it stored by a blocking call"
+            + " with the plain codec? Read and write keys shared with reactive calls with"
+            + " OnceReactor.outcomeCodec(codec)");
+      }
+      if (bytes[MAGIC.length] == EMPTY) {
         return Optional.empty();
       }
-      if (bytes.length == 0 || bytes[0] != VALUE) {
-        throw new IllegalArgumentException("not an outcome stored by once-reactor (it begins"
-            + " with the tag 'e' or 'v'): was it stored by a blocking call with the plain codec?"
-            + " Read it with OnceReactor.outcomeCodec(codec)");
-      }
-      return Optional.ofNullable(codec.decode(Arrays.copyOfRange(bytes, 1, bytes.length)));
+      return Optional.ofNullable(codec.decode(Arrays.copyOfRange(bytes, HEAD, bytes.length)));
     }
 
     @Override
