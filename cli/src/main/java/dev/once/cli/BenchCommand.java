@@ -97,6 +97,18 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       description = "Rounds per workload (1-20); each alternates which side goes first.")
   int rounds;
 
+  @Option(names = "--virtual-threads", paramLabel = "N", defaultValue = "0", description = {
+      "Instead of the comparison with the raw primitives: Once.call on new keys by N callers on "
+          + "virtual threads (JDK 21+), by N platform threads and by --threads platform threads, "
+          + "side by side over one connection pool of --threads + 2 connections; ops/s, p50, "
+          + "p99 and this JVM's CPU per operation. 0 (default): not run."})
+  int virtualThreads;
+
+  @Option(names = "--work", paramLabel = "TIME", defaultValue = "0ms", description = {
+      "With --virtual-threads: the work sleeps this long inside each call (a downstream call), "
+          + "e.g. 5ms."})
+  String work;
+
   @Option(names = "--json", description = "Print the results as one JSON object.")
   boolean json;
 
@@ -145,6 +157,9 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
           + uri.display());
     }
     PrintWriter out = spec.commandLine().getOut();
+    if (virtualThreads != 0) {
+      return virtualThreads(uri, measure, warm, out);
+    }
     try (OpenStore opened = StoreUris.open(uri, threads + 2, ONCE_TABLE)) {
       try (Baseline baseline = baseline(opened)) {
         dropOnceTable(opened);
@@ -210,6 +225,56 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "the store at " + uri.display()
             + " failed: " + StoreUris.causeMessage(e));
       }
+    }
+  }
+
+  /** {@code --virtual-threads N}: see {@link VirtualThreadsBench}. */
+  private int virtualThreads(StoreUri uri, Duration measure, Duration warm, PrintWriter out)
+      throws InterruptedException {
+    if (virtualThreads < 1 || virtualThreads > 10_000) {
+      throw invalid("--virtual-threads must be between 1 and 10000, was " + virtualThreads);
+    }
+    if (json || coalesce > 0 || businessWrite) {
+      throw invalid("--virtual-threads does not take --json, --coalesce or --business-write");
+    }
+    Duration sleep = parseDuration("--work", work);
+    java.util.concurrent.ThreadFactory virtual = VirtualThreadsBench.virtualThreads();
+    if (virtual == null) {
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "--virtual-threads needs a JDK 21 or "
+          + "newer; this is " + Runtime.version() + " (run with JAVA_HOME set to one)");
+    }
+    try (OpenStore opened = StoreUris.open(uri, threads + 2, ONCE_TABLE)) {
+      dropOnceTable(opened);
+      opened.createSchema();
+      try {
+        Once once = Once.builder(opened.store()).build();
+        out.printf(Locale.ROOT, "once bench --virtual-threads: %s, Java %s, %d callers, a pool "
+                + "of %d connections, work %s, %s measured per side and round after %s "
+                + "warm-up, %d round%s%n%n", opened.describe(), Runtime.version(), virtualThreads,
+            threads + 2, sleep.toMillis() + " ms", measure.toMillis() + " ms",
+            warm.toMillis() + " ms", rounds, rounds == 1 ? "" : "s");
+        out.flush();
+        List<VirtualThreadsBench.Side> sides = List.of(
+            new VirtualThreadsBench.Side("virtual threads", virtualThreads, virtual),
+            new VirtualThreadsBench.Side("platform threads", virtualThreads,
+                VirtualThreadsBench.platformThreads("once-bench-platform-")),
+            new VirtualThreadsBench.Side("platform pool", threads,
+                VirtualThreadsBench.platformThreads("once-bench-pool-")));
+        AtomicLong done = new AtomicLong();
+        List<VirtualThreadsBench.Result> results;
+        try (Progress progress = Progress.start("bench", (long) sides.size() * rounds,
+            done::get)) {
+          results = new VirtualThreadsBench(once, measure, warm, sleep, run)
+              .compare(sides, rounds, done::incrementAndGet);
+        }
+        VirtualThreadsBench.print(out, results);
+        return 0;
+      } finally {
+        dropOnceTable(opened);
+      }
+    } catch (StoreUnavailableException | IllegalStateException e) {
+      throw new CommandFailure(CommandFailure.CANNOT_RUN, "the store at " + uri.display()
+          + " failed: " + StoreUris.causeMessage(e));
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.once.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -9,9 +10,13 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Group commit with real threads: a lone caller calls alone at once; callers arriving while a
@@ -112,8 +117,15 @@ class CoalescerTest {
     assertThat(calls).containsExactly("one:first", "many:[good, bad]", "one:good", "one:bad");
   }
 
-  @Test
-  void manyRealThreadsEachGetTheirOwnAnswer() throws Exception {
+  /**
+   * Racing on platform and on virtual threads (JDK 21+; skipped before). Core's tests cannot use
+   * once-testkit's {@code Racers} (the testkit depends on core), hence the reflection here.
+   */
+  @ParameterizedTest(name = "on {0} threads")
+  @ValueSource(strings = {"platform", "virtual"})
+  @Tag("races")
+  void manyRealThreadsEachGetTheirOwnAnswer(String kind) throws Exception {
+    ExecutorService threads = kind.equals("virtual") ? virtualThreads() : this.threads;
     Coalescer<String, String> coalescer = new Coalescer<>(16, 4,
         r -> r.toUpperCase(), rs -> rs.stream().map(String::toUpperCase).toList());
     List<Future<Boolean>> results = new ArrayList<>();
@@ -132,9 +144,23 @@ class CoalescerTest {
       }));
     }
     start.countDown();
-    for (Future<Boolean> r : results) {
-      assertThat(r.get(60, TimeUnit.SECONDS)).isTrue();
+    try {
+      for (Future<Boolean> r : results) {
+        assertThat(r.get(60, TimeUnit.SECONDS)).isTrue();
+      }
+    } finally {
+      threads.shutdownNow();
     }
+  }
+
+  /** A new virtual thread per task (JDK 21+); before JDK 21 the test is skipped. */
+  private static ExecutorService virtualThreads() throws ReflectiveOperationException {
+    assumeTrue(Runtime.version().feature() >= 21, "virtual threads need JDK 21+");
+    Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+    ThreadFactory factory = (ThreadFactory) Class.forName("java.lang.Thread$Builder")
+        .getMethod("factory").invoke(builder);
+    return (ExecutorService) Executors.class
+        .getMethod("newThreadPerTaskExecutor", ThreadFactory.class).invoke(null, factory);
   }
 
   /** Polls (no sleeping past a condition) until {@code n} requests wait behind the call. */

@@ -20,10 +20,12 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Batch completion ({@code completeAll}): every outcome stored as {@code complete} stores it,
@@ -159,8 +161,10 @@ abstract class BatchCompletionTester extends ConformanceTester {
     assertThat(completeAll(new Completion(small, smallToken, text("fits")))).isEmpty();
   }
 
-  @Test
-  void racingBatchesOfOneTokenStoreExactlyOneOutcomePerKey() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void racingBatchesOfOneTokenStoreExactlyOneOutcomePerKey(Racers racers) throws Exception {
     List<IdempotencyKey> keys = new ArrayList<>();
     List<ClaimRequest> requests = new ArrayList<>();
     for (int i = 0; i < 20; i++) {
@@ -168,13 +172,13 @@ abstract class BatchCompletionTester extends ConformanceTester {
       requests.add(request(keys.get(i), FP));
     }
     List<Claim> claims = store.claimAll(requests);
-    ExecutorService pool = Executors.newFixedThreadPool(4);
+    ExecutorService pool = racers.pool(4);
     try {
       CountDownLatch go = new CountDownLatch(1);
-      List<Future<Set<IdempotencyKey>>> racers = new ArrayList<>();
+      List<Future<Set<IdempotencyKey>>> writers = new ArrayList<>();
       for (int w = 0; w < 4; w++) {
         String writer = "writer-" + w;
-        racers.add(pool.submit(() -> {
+        writers.add(pool.submit(() -> {
           List<Completion> batch = new ArrayList<>();
           for (int i = 0; i < keys.size(); i++) {
             batch.add(new Completion(keys.get(i), ((Claim.Acquired) claims.get(i)).token(),
@@ -186,7 +190,7 @@ abstract class BatchCompletionTester extends ConformanceTester {
       }
       go.countDown();
       int[] wins = new int[keys.size()];
-      for (Future<Set<IdempotencyKey>> racer : racers) {
+      for (Future<Set<IdempotencyKey>> racer : writers) {
         Set<IdempotencyKey> lost = racer.get(60, TimeUnit.SECONDS);
         for (int i = 0; i < keys.size(); i++) {
           if (!lost.contains(keys.get(i))) {

@@ -19,12 +19,15 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Coalesced store calls ({@code Once.Builder.coalesceStoreCalls}) over the store: a key the
  * store refuses in a shared claim fails only its caller, a zombie's completion racing its
- * successor's is fenced per key, many callers on few keys run each key once.
+ * successor's is fenced per key, many callers on few keys run each key once; each on platform
+ * and on virtual threads ({@link Racers}; JDK 21+).
  */
 abstract class CoalescedTester extends ConformanceTester {
 
@@ -66,11 +69,11 @@ abstract class CoalescedTester extends ConformanceTester {
   }
 
   /** Starts {@code task} on a thread of its own; the future completes with its answer. */
-  private <T> java.util.concurrent.CompletableFuture<T> start(Callable<T> task,
+  private <T> java.util.concurrent.CompletableFuture<T> start(Racers racers, Callable<T> task,
       List<Thread> started) {
     java.util.concurrent.CompletableFuture<T> answer =
         new java.util.concurrent.CompletableFuture<>();
-    Thread t = new Thread(() -> {
+    Thread t = racers.factory().newThread(() -> {
       try {
         answer.complete(task.call());
       } catch (Throwable e) {
@@ -93,8 +96,10 @@ abstract class CoalescedTester extends ConformanceTester {
     }
   }
 
-  @Test
-  void aKeyTheStoreRefusesInASharedClaimFailsOnlyItsOwnCaller() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void aKeyTheStoreRefusesInASharedClaimFailsOnlyItsOwnCaller(Racers racers) throws Exception {
     IdempotencyKey opener = newKey();
     IdempotencyKey good = newKey();
     IdempotencyKey bad = newKey();
@@ -103,12 +108,13 @@ abstract class CoalescedTester extends ConformanceTester {
     List<Thread> threads = new ArrayList<>();
     try {
       Once once = coalescing(gated());
-      var first = start(() -> once.execute(opener, FP, Codecs.utf8(), a -> "first"), threads);
+      var first = start(racers, () -> once.execute(opener, FP, Codecs.utf8(), a -> "first"),
+          threads);
       assertThat(gateEntered.await(60, TimeUnit.SECONDS)).isTrue();
       var answers = new ArrayList<java.util.concurrent.CompletableFuture<String>>();
       for (IdempotencyKey key : List.of(good, bad, alsoGood)) {
-        answers.add(start(() -> once.execute(key, FP, Codecs.utf8(), a -> "ran " + key.key()),
-            threads));
+        answers.add(start(racers,
+            () -> once.execute(key, FP, Codecs.utf8(), a -> "ran " + key.key()), threads));
         awaitParked(threads.get(threads.size() - 1));
       }
 
@@ -129,22 +135,24 @@ abstract class CoalescedTester extends ConformanceTester {
     assertThat(record(alsoGood).status()).isEqualTo(Status.COMPLETED);
   }
 
-  @Test
-  void aZombiesCompletionRacingItsSuccessorsIsFencedPerKey() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void aZombiesCompletionRacingItsSuccessorsIsFencedPerKey(Racers racers) throws Exception {
     IdempotencyKey key = newKey();
     Once once = coalescing(store);
     CountDownLatch zombieWorking = new CountDownLatch(1);
     CountDownLatch successorWorking = new CountDownLatch(1);
     CountDownLatch finish = new CountDownLatch(1);
     List<Thread> threads = new ArrayList<>();
-    var zombie = start(() -> once.execute(key, FP, Codecs.utf8(), a -> {
+    var zombie = start(racers, () -> once.execute(key, FP, Codecs.utf8(), a -> {
       zombieWorking.countDown();
       assertThat(finish.await(60, TimeUnit.SECONDS)).isTrue();
       return "zombie";
     }), threads);
     assertThat(zombieWorking.await(60, TimeUnit.SECONDS)).isTrue();
     clock.advance(LEASE.plusSeconds(1));
-    var successor = start(() -> once.execute(key, FP, Codecs.utf8(), a -> {
+    var successor = start(racers, () -> once.execute(key, FP, Codecs.utf8(), a -> {
       successorWorking.countDown();
       assertThat(finish.await(60, TimeUnit.SECONDS)).isTrue();
       return "successor";
@@ -159,8 +167,10 @@ abstract class CoalescedTester extends ConformanceTester {
     assertThat(once.execute(key, FP, Codecs.utf8(), a -> "never")).isEqualTo("successor");
   }
 
-  @Test
-  void manyCallersOnFewKeysRunEachKeyOnce() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void manyCallersOnFewKeysRunEachKeyOnce(Racers racers) throws Exception {
     Once once = coalescing(store);
     List<IdempotencyKey> keys = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
@@ -173,7 +183,7 @@ abstract class CoalescedTester extends ConformanceTester {
     List<java.util.concurrent.CompletableFuture<Integer>> done = new ArrayList<>();
     for (int t = 0; t < RACERS; t++) {
       int offset = t;
-      done.add(start(() -> {
+      done.add(start(racers, () -> {
         assertThat(go.await(60, TimeUnit.SECONDS)).isTrue();
         int answered = 0;
         for (int i = 0; i < keys.size(); i++) {

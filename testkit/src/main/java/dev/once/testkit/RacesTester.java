@@ -19,15 +19,17 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Real threads racing on one key: exactly one claim acquires a new key or takes over a passed
  * lease, claims after completion all replay, Once runs the logic once, one writer of a token wins.
+ * Each race runs on platform threads and on virtual threads ({@link Racers}; JDK 21+).
  */
 abstract class RacesTester extends ConformanceTester {
 
@@ -35,8 +37,8 @@ abstract class RacesTester extends ConformanceTester {
     super(suite);
   }
 
-  private <T> List<T> race(int threads, Callable<T> task) throws Exception {
-    ExecutorService pool = Executors.newFixedThreadPool(threads);
+  private <T> List<T> race(Racers racers, int threads, Callable<T> task) throws Exception {
+    ExecutorService pool = racers.pool(threads);
     try {
       CountDownLatch ready = new CountDownLatch(threads);
       CountDownLatch go = new CountDownLatch(1);
@@ -60,11 +62,13 @@ abstract class RacesTester extends ConformanceTester {
     }
   }
 
-  @Test
-  void exactlyOneOfManyClaimsOnANewKeyIsAcquired() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void exactlyOneOfManyClaimsOnANewKeyIsAcquired(Racers racers) throws Exception {
     for (int round = 0; round < 10; round++) {
       IdempotencyKey key = newKey();
-      List<Claim> claims = race(RACERS, () -> claim(key));
+      List<Claim> claims = race(racers, RACERS, () -> claim(key));
 
       assertThat(claims).filteredOn(c -> c instanceof Claim.Acquired).hasSize(1);
       assertThat(claims).filteredOn(c -> c instanceof Claim.InProgress).hasSize(RACERS - 1);
@@ -74,14 +78,16 @@ abstract class RacesTester extends ConformanceTester {
     }
   }
 
-  @Test
-  void exactlyOneOfManyClaimsTakesAnExpiredLeaseOver() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void exactlyOneOfManyClaimsTakesAnExpiredLeaseOver(Racers racers) throws Exception {
     for (int round = 0; round < 5; round++) {
       IdempotencyKey key = newKey();
       Instant start = clock.instant();
       Claim.Acquired first = acquire(key);
       clock.set(first.leaseUntil());
-      List<Claim> claims = race(RACERS, () -> claim(key));
+      List<Claim> claims = race(racers, RACERS, () -> claim(key));
 
       assertThat(claims).filteredOn(c -> c instanceof Claim.Acquired).hasSize(1)
           .allSatisfy(c -> assertThat(((Claim.Acquired) c).token()).isEqualTo(first.token() + 1));
@@ -91,24 +97,28 @@ abstract class RacesTester extends ConformanceTester {
     }
   }
 
-  @Test
-  void claimsAfterCompletionAllReplay() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void claimsAfterCompletionAllReplay(Racers racers) throws Exception {
     IdempotencyKey key = newKey();
     long token = acquire(key).token();
     complete(key, token, text("done"));
 
-    List<Claim> claims = race(RACERS, () -> claim(key));
+    List<Claim> claims = race(racers, RACERS, () -> claim(key));
 
     assertThat(claims).allSatisfy(c -> assertThat(c).isEqualTo(new Claim.Replay(text("done"), token)));
   }
 
-  @Test
-  void onceRunsTheLogicExactlyOnceUnderARace() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void onceRunsTheLogicExactlyOnceUnderARace(Racers racers) throws Exception {
     Once once = once(Once.builder(store));
     for (int round = 0; round < 5; round++) {
       IdempotencyKey key = newKey();
       AtomicInteger executions = new AtomicInteger();
-      List<String> answers = race(RACERS, () -> {
+      List<String> answers = race(racers, RACERS, () -> {
         try {
           Result<String> r = once.call(key, FP, Codecs.utf8(), a -> {
             executions.incrementAndGet();
@@ -128,13 +138,15 @@ abstract class RacesTester extends ConformanceTester {
     }
   }
 
-  @Test
-  void racingWritersOfOneTokenLeaveOneConsistentOutcome() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void racingWritersOfOneTokenLeaveOneConsistentOutcome(Racers racers) throws Exception {
     IdempotencyKey key = newKey();
     long token = acquire(key).token();
     AtomicInteger n = new AtomicInteger();
 
-    List<Boolean> won = race(RACERS, () -> {
+    List<Boolean> won = race(racers, RACERS, () -> {
       try {
         complete(key, token, text("writer-" + n.incrementAndGet()));
         return true;

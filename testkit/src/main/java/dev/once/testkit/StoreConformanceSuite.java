@@ -39,7 +39,8 @@ import org.junit.jupiter.api.Nested;
  *   <li>checkpoints: {@code CheckpointsTester}
  *   <li>batch claim: {@code BatchTester}
  *   <li>batch completion: {@code BatchCompletionTester}
- *   <li>races between real threads: {@code RacesTester}
+ *   <li>races between real threads: {@code RacesTester} (each race on platform and on virtual
+ *       threads, {@link Racers}; the virtual-thread runs are skipped before JDK 21)
  *   <li>re-sent commands: {@code ResentTester}
  *   <li>a batch claim that fails part-way: {@code PartialBatchTester}
  *   <li>durable steps: {@code StepsTester}

@@ -16,6 +16,7 @@ import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
+import dev.once.testkit.Racers;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -36,10 +37,14 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -519,10 +524,17 @@ class JdbcStoreTest {
     assertThat(r.attempts()).isEqualTo(2);
   }
 
-  @ParameterizedTest
-  @EnumSource(JdbcDialect.class)
-  void racingOverlappingBatchesNeitherDeadlockNorAcquireAKeyTwice(JdbcDialect dialect)
-      throws Exception {
+  /** Every dialect, racing on platform and on virtual threads. */
+  static Stream<Arguments> dialectsAndRacers() {
+    return Stream.of(JdbcDialect.values()).flatMap(dialect -> Stream.of(Racers.values())
+        .map(racers -> Arguments.of(dialect, racers)));
+  }
+
+  @ParameterizedTest(name = "{0} on {1} threads")
+  @MethodSource("dialectsAndRacers")
+  @Tag("races")
+  void racingOverlappingBatchesNeitherDeadlockNorAcquireAKeyTwice(JdbcDialect dialect,
+      Racers racers) throws Exception {
     JdbcStore store = Databases.store(dialect);
     String scope = key("x").scope();
     List<IdempotencyKey> keys = new ArrayList<>();
@@ -535,7 +547,7 @@ class JdbcStoreTest {
       store.fail(keys.get(i), token, "retry me", T0, RETENTION);
     }
     int threads = 8;
-    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    ExecutorService pool = racers.pool(threads);
     try {
       CountDownLatch go = new CountDownLatch(1);
       List<Future<List<Claim>>> futures = new ArrayList<>();

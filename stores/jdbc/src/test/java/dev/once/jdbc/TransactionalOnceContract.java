@@ -24,6 +24,7 @@ import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import dev.once.testkit.ManualClock;
+import dev.once.testkit.Racers;
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -43,15 +44,17 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Transactional mode against one real database: exactly-once debits under racing duplicates,
@@ -166,8 +169,10 @@ abstract class TransactionalOnceContract {
   // ----------------------------------------------------------------------------------------------
   // exactly once
 
-  @Test
-  void everyWalletIsDebitedExactlyOnceWhateverRacingDuplicatesDo() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void everyWalletIsDebitedExactlyOnceWhateverRacingDuplicatesDo(Racers racers) throws Exception {
     int events = 1_000;
     int walletCount = 20;
     int copies = 3;
@@ -200,7 +205,7 @@ abstract class TransactionalOnceContract {
     Map<Integer, String> values = new ConcurrentHashMap<>();
     List<Throwable> errors = new CopyOnWriteArrayList<>();
     int threads = walletThreads();
-    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    ExecutorService pool = racers.pool(threads);
     try {
       CountDownLatch go = new CountDownLatch(1);
       List<Future<?>> workers = new ArrayList<>();

@@ -21,6 +21,7 @@ import dev.once.spi.Completion;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spi.Outcome;
 import dev.once.testkit.ManualClock;
+import dev.once.testkit.Racers;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -34,7 +35,10 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * What the near cache adds, on the in-memory store with every store call counted: which answers
@@ -473,13 +477,16 @@ class NearCacheStoreTest {
 
   // --- concurrency -----------------------------------------------------------------------------
 
-  @Test
-  void manyThreadsReplayingOneKeyAllGetTheStoredAnswerWithoutAskingTheStore() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void manyThreadsReplayingOneKeyAllGetTheStoredAnswerWithoutAskingTheStore(Racers racers)
+      throws Exception {
     IdempotencyKey key = newKey();
     Once once = once(cache);
     AtomicInteger runs = new AtomicInteger();
     int threads = 16;
-    ExecutorService pool = Executors.newFixedThreadPool(threads);
+    ExecutorService pool = racers.pool(threads);
     try {
       // Round one: racing first calls, one runs. Round two: racing replays, all from memory.
       for (int round = 0; round < 2; round++) {

@@ -18,6 +18,7 @@ import dev.once.spi.ClaimRules;
 import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import dev.once.testkit.ManualClock;
+import dev.once.testkit.Racers;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 import java.nio.charset.StandardCharsets;
@@ -28,7 +29,10 @@ import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /** What the conformance suite cannot see: the Redis layout, the commands, configuration errors. */
 class RedisStoreTest {
@@ -270,13 +274,15 @@ class RedisStoreTest {
     return calls;
   }
 
-  @Test
-  void takeoversRacingOnOneKeyLeaveOneWinner() throws Exception {
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void takeoversRacingOnOneKeyLeaveOneWinner(Racers racers) throws Exception {
     IdempotencyKey key = IdempotencyKey.of("race", "k");
     long first = ((Claim.Acquired) store.claim(request(key))).token();
     clock.advance(LEASE); // the lease passed: every racer may take over, one must win
 
-    List<Claim> claims = race(8, () -> store.claim(request(key)));
+    List<Claim> claims = race(racers, 8, () -> store.claim(request(key)));
 
     assertThat(claims).filteredOn(c -> c instanceof Claim.Acquired).singleElement()
         .isEqualTo(new Claim.Acquired(first + 1, true, 2, null, clock.instant().plus(LEASE)));
@@ -284,7 +290,7 @@ class RedisStoreTest {
 
     // The winner fails; the retries race the same way.
     store.fail(key, first + 1, "boom", clock.instant(), RETENTION);
-    List<Claim> retries = race(8, () -> store.claim(request(key)));
+    List<Claim> retries = race(racers, 8, () -> store.claim(request(key)));
     assertThat(retries).filteredOn(c -> c instanceof Claim.Acquired).singleElement()
         .isEqualTo(new Claim.Acquired(first + 2, false, 3, null, clock.instant().plus(LEASE)));
     assertThat(store.find(key)).get().satisfies(r -> {
@@ -293,9 +299,9 @@ class RedisStoreTest {
     });
   }
 
-  private static List<Claim> race(int threads, java.util.concurrent.Callable<Claim> claim)
-      throws Exception {
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+  private static List<Claim> race(Racers racers, int threads,
+      java.util.concurrent.Callable<Claim> claim) throws Exception {
+    java.util.concurrent.ExecutorService pool = racers.pool(threads);
     try {
       java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
       List<java.util.concurrent.Future<Claim>> futures = new ArrayList<>();
