@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.once.cli.demo.CommandRun;
-import dev.once.servlet.IdempotencyProblem;
+import dev.once.http.IdempotencyProblem;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ServerSocket;

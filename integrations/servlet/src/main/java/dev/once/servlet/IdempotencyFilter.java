@@ -14,17 +14,19 @@ import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.StoreUnavailableException;
+import dev.once.http.HttpIdempotency;
+import dev.once.http.IdempotencyProblem;
+import dev.once.http.KeyHeader;
+import dev.once.http.PathPatterns;
+import dev.once.http.RequestFingerprint;
+import dev.once.http.StoredResponse;
+import dev.once.http.StoredResponseCodec;
+import dev.once.http.Tenants;
 import dev.once.support.RepeatedFailureLog;
 import dev.once.support.Checks;
 import dev.once.servlet.internal.CachedBodyRequest;
 import dev.once.servlet.internal.CapturingResponse;
-import dev.once.servlet.internal.KeyHeader;
-import dev.once.servlet.internal.PathPatterns;
-import dev.once.servlet.internal.RequestFingerprint;
 import dev.once.servlet.internal.ResponseNotStored;
-import dev.once.servlet.internal.StoredResponse;
-import dev.once.servlet.internal.StoredResponseCodec;
-import dev.once.servlet.internal.Tenants;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
@@ -88,29 +90,25 @@ import java.util.TreeSet;
 public final class IdempotencyFilter implements Filter {
 
   /** The request header that carries the key, per the IETF draft. */
-  public static final String IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
+  public static final String IDEMPOTENCY_KEY_HEADER = HttpIdempotency.IDEMPOTENCY_KEY_HEADER;
   /** The response header that marks a replay ({@link IdempotencyProblem#REPLAYED_HEADER}). */
   public static final String REPLAYED_HEADER = IdempotencyProblem.REPLAYED_HEADER;
   /** The request attribute holding the running {@link Attempt} while the application runs. */
   public static final String ATTEMPT_ATTRIBUTE = IdempotencyFilter.class.getName() + ".attempt";
   /** The scope of every key unless {@link Builder#scope} says otherwise. */
-  public static final String DEFAULT_SCOPE = "http";
+  public static final String DEFAULT_SCOPE = HttpIdempotency.DEFAULT_SCOPE;
   /** The methods protected unless {@link Builder#methods} says otherwise. */
-  public static final List<String> DEFAULT_METHODS = List.of("POST", "PATCH");
+  public static final List<String> DEFAULT_METHODS = HttpIdempotency.DEFAULT_METHODS;
   /** The response headers stored and replayed unless {@link Builder#replayHeaders} says otherwise. */
-  public static final List<String> DEFAULT_REPLAY_HEADERS = List.of("Content-Type",
-      "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified", "Link");
+  public static final List<String> DEFAULT_REPLAY_HEADERS =
+      HttpIdempotency.DEFAULT_REPLAY_HEADERS;
   /** Headers never stored nor replayed, whatever the configuration. */
-  public static final List<String> ALWAYS_EXCLUDED_HEADERS = List.of("Set-Cookie", "Set-Cookie2",
-      "Authorization", "Proxy-Authorization");
-  /** Headers the replay computes or that belong to one connection: refused in the allow-list. */
-  private static final List<String> FRAMING_HEADERS = List.of("Content-Length",
-      "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "Trailer", "TE",
-      REPLAYED_HEADER);
+  public static final List<String> ALWAYS_EXCLUDED_HEADERS =
+      HttpIdempotency.ALWAYS_EXCLUDED_HEADERS;
   /** The default bound on a request body read for its fingerprint: 1 MiB. */
-  public static final int DEFAULT_MAX_REQUEST_BYTES = 1 << 20;
+  public static final int DEFAULT_MAX_REQUEST_BYTES = HttpIdempotency.DEFAULT_MAX_REQUEST_BYTES;
   /** The default wait a 409 asks for before a retry. */
-  public static final Duration DEFAULT_RETRY_AFTER = Duration.ofSeconds(1);
+  public static final Duration DEFAULT_RETRY_AFTER = HttpIdempotency.DEFAULT_RETRY_AFTER;
 
   private static final System.Logger LOG = System.getLogger(IdempotencyFilter.class.getName());
   /** A store outage fails every request alike: one stack trace, then a count per minute. */
@@ -206,11 +204,12 @@ public final class IdempotencyFilter implements Filter {
     }
     request.setAttribute(HANDLED_ATTRIBUTE, Boolean.TRUE);
 
-    KeyHeader.Parsed parsed = KeyHeader.parse(request.getHeaders(keyHeader), keyHeader);
+    KeyHeader.Parsed parsed = KeyHeader.parse(
+        java.util.Collections.list(request.getHeaders(keyHeader)), keyHeader);
     if (parsed.missing()) {
       if (keyRequired) {
         Problems.send(request, response, IdempotencyProblem.KEY_MISSING,
-            request.getMethod() + " " + path(request) + " requires an " + keyHeader + " header");
+            HttpIdempotency.keyMissingDetail(request.getMethod(), path(request), keyHeader));
       } else {
         chain.doFilter(request, response);
       }
@@ -223,14 +222,13 @@ public final class IdempotencyFilter implements Filter {
     String identity = tenantResolver.resolve(request);
     if (identity == null) {
       Problems.send(request, response, IdempotencyProblem.TENANT_UNKNOWN,
-          "the caller could not be identified, so its " + keyHeader + " cannot be scoped to it");
+          HttpIdempotency.tenantUnknownDetail(keyHeader));
       return;
     }
     byte[] body = CachedBodyRequest.readBody(request, maxRequestBytes);
     if (body == null) {
       Problems.send(request, response, IdempotencyProblem.REQUEST_TOO_LARGE,
-          "a request with an " + keyHeader + " may have a body of at most " + maxRequestBytes
-              + " bytes");
+          HttpIdempotency.requestTooLargeDetail(keyHeader, maxRequestBytes));
       return;
     }
     IdempotencyKey key;
@@ -265,18 +263,18 @@ public final class IdempotencyFilter implements Filter {
       sendHeld(capture[0], request, key);
       return;
     } catch (KeyReusedException e) {
-      Problems.send(request, response, IdempotencyProblem.KEY_REUSED, "this " + keyHeader
-          + " was already used for a request with another method, path, query or body");
+      Problems.send(request, response, IdempotencyProblem.KEY_REUSED,
+          HttpIdempotency.keyReusedDetail(keyHeader));
       return;
     } catch (RequestInProgressException e) {
-      long seconds = retryAfterSeconds(e.retryAfter());
+      long seconds = HttpIdempotency.retryAfterSeconds(e.retryAfter(), retryAfter);
       Problems.send(request, response, IdempotencyProblem.IN_PROGRESS,
-          IdempotencyProblem.IN_PROGRESS.status(), "a request with this " + keyHeader
-              + " is still being processed; retry after " + seconds + " s", seconds);
+          IdempotencyProblem.IN_PROGRESS.status(),
+          HttpIdempotency.inProgressDetail(keyHeader, seconds), seconds);
       return;
     } catch (ReplayedFailureException e) {
       Problems.send(request, response, IdempotencyProblem.ORIGINAL_FAILED,
-          "the original request with this " + keyHeader + " failed");
+          HttpIdempotency.originalFailedDetail(keyHeader));
       return;
     } catch (OutcomeNotStoredException e) {
       // The stored form did not fit even without its body (a huge header); the request ran.
@@ -317,7 +315,7 @@ public final class IdempotencyFilter implements Filter {
       RuntimeException e) throws IOException {
     OUTAGES.log(System.Logger.Level.WARNING, "idempotency store unavailable", e);
     Problems.send(request, response, IdempotencyProblem.STORE_UNAVAILABLE,
-        "the idempotency store could not be reached; nothing was executed");
+        HttpIdempotency.storeUnavailableDetail());
   }
 
   /**
@@ -439,9 +437,7 @@ public final class IdempotencyFilter implements Filter {
   }
 
   private String notStoredDetail() {
-    return "the original request with this " + keyHeader + " ran and is not run again, but its"
-        + " response was larger than the server stores (" + maxResponseBytes + " bytes): only"
-        + " its status and headers are replayed";
+    return HttpIdempotency.notStoredDetail(keyHeader, maxResponseBytes);
   }
 
   private boolean protects(HttpServletRequest request) {
@@ -457,12 +453,6 @@ public final class IdempotencyFilter implements Filter {
     String pathInfo = request.getPathInfo();
     String path = request.getServletPath() + (pathInfo == null ? "" : pathInfo);
     return path.isEmpty() ? "/" : path;
-  }
-
-  private long retryAfterSeconds(Duration leaseLeft) {
-    Duration wait = leaseLeft.compareTo(retryAfter) < 0 ? leaseLeft : retryAfter;
-    long seconds = wait.getSeconds() + (wait.getNano() > 0 ? 1 : 0);
-    return Math.max(1, seconds);
   }
 
   private static String describe(HttpServletRequest request, IdempotencyKey key) {
@@ -638,7 +628,7 @@ public final class IdempotencyFilter implements Filter {
       List<String> upper = new ArrayList<>();
       for (String method : methods) {
         Objects.requireNonNull(method, "method");
-        if (method.isEmpty() || !method.chars().allMatch(Builder::isTokenChar)) {
+        if (method.isEmpty() || !method.chars().allMatch(HttpIdempotency::isTokenChar)) {
           throw new IllegalArgumentException("not an HTTP method: '" + method + "'");
         }
         upper.add(method.toUpperCase(Locale.ROOT));
@@ -703,9 +693,7 @@ public final class IdempotencyFilter implements Filter {
     /** The request header carrying the key, default {@value #IDEMPOTENCY_KEY_HEADER}. */
     public Builder keyHeader(String name) {
       Objects.requireNonNull(name, "name");
-      if (name.isEmpty() || !name.chars().allMatch(Builder::isTokenChar)) {
-        throw new IllegalArgumentException("not a header name: '" + name + "'");
-      }
+      HttpIdempotency.checkHeaderName(name);
       config.keyHeader = name;
       return this;
     }
@@ -732,16 +720,8 @@ public final class IdempotencyFilter implements Filter {
     public Builder replayHeaders(Collection<String> names) {
       List<String> copy = new ArrayList<>();
       for (String name : List.copyOf(names)) {
-        if (name.isEmpty() || !name.chars().allMatch(Builder::isTokenChar)) {
-          throw new IllegalArgumentException("not a header name: '" + name + "'");
-        }
-        if (containsIgnoreCase(FRAMING_HEADERS, name)) {
-          throw new IllegalArgumentException(name + " is computed by the replay, not stored");
-        }
-        if (containsIgnoreCase(ALWAYS_EXCLUDED_HEADERS, name)) {
-          throw new IllegalArgumentException(name + " is never stored nor replayed");
-        }
-        if (!containsIgnoreCase(copy, name)) {
+        HttpIdempotency.checkReplayHeader(name);
+        if (!HttpIdempotency.containsIgnoreCase(copy, name)) {
           copy.add(name);
         }
       }
@@ -760,11 +740,7 @@ public final class IdempotencyFilter implements Filter {
     /** As {@link #neverStoreHeaders(String...)}. */
     public Builder neverStoreHeaders(Collection<String> names) {
       List<String> copy = List.copyOf(names);
-      for (String name : copy) {
-        if (name.isEmpty() || !name.chars().allMatch(Builder::isTokenChar)) {
-          throw new IllegalArgumentException("not a header name: '" + name + "'");
-        }
-      }
+      copy.forEach(HttpIdempotency::checkHeaderName);
       config.extraNeverStored = copy;
       return this;
     }
@@ -821,12 +797,5 @@ public final class IdempotencyFilter implements Filter {
       return new IdempotencyFilter(new Config(config));
     }
 
-    private static boolean containsIgnoreCase(List<String> names, String name) {
-      return names.stream().anyMatch(n -> n.equalsIgnoreCase(name));
-    }
-
-    private static boolean isTokenChar(int c) {
-      return c > 0x20 && c < 0x7F && "\"(),/:;<=>?@[\\]{}".indexOf(c) < 0;
-    }
   }
 }

@@ -1,5 +1,7 @@
 package dev.once.servlet;
 
+import dev.once.http.IdempotencyProblem;
+import dev.once.http.ProblemJson;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
@@ -46,45 +48,10 @@ final class Problems {
       response.setHeader(IdempotencyProblem.RETRY_AFTER_HEADER, Long.toString(retryAfterSeconds));
     }
     response.setContentType(MEDIA_TYPE);
-    byte[] body = json(problem, status, detail, request.getRequestURI())
+    byte[] body = ProblemJson.of(problem, status, detail, request.getRequestURI())
         .getBytes(StandardCharsets.UTF_8);
     response.setContentLength(body.length);
     response.getOutputStream().write(body);
   }
 
-  /**
-   * The JSON body: {@code type}, {@code title}, {@code status}, {@code detail} and
-   * {@code instance}, the request's path (its URI without the query), as Spring answers a
-   * {@code ProblemDetail}.
-   */
-  static String json(IdempotencyProblem problem, int status, String detail,
-      String instance) {
-    return "{\"type\":" + quote(problem.type())
-        + ",\"title\":" + quote(problem.title())
-        + ",\"status\":" + status
-        + ",\"detail\":" + quote(detail)
-        + ",\"instance\":" + quote(instance) + "}";
-  }
-
-  private static String quote(String text) {
-    StringBuilder out = new StringBuilder(text.length() + 2).append('"');
-    for (int i = 0; i < text.length(); i++) {
-      char c = text.charAt(i);
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        default -> {
-          if (c < 0x20) {
-            out.append(String.format("\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
-      }
-    }
-    return out.append('"').toString();
-  }
 }

@@ -1,6 +1,6 @@
 package dev.once.servlet;
 
-import dev.once.servlet.internal.Tenants;
+import dev.once.http.Tenants;
 import jakarta.servlet.http.HttpServletRequest;
 import java.security.Principal;
 import java.util.Objects;
@@ -11,7 +11,7 @@ import java.util.Objects;
  * tenants never share a record.
  *
  * <p>Return {@code ""} for one shared tenant, or {@code null} when the caller cannot be identified:
- * the filter then refuses the request (403, problem type {@link IdempotencyProblem#TENANT_UNKNOWN})
+ * the filter then refuses the request (403, problem type {@link dev.once.http.IdempotencyProblem#TENANT_UNKNOWN})
  * rather than file it under a tenant that other anonymous callers would share.
  *
  * <p>The filter stores a returned identity as it is when it is 1–128 visible ASCII characters

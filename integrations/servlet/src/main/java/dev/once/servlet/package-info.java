@@ -1,8 +1,8 @@
 /**
  * HTTP idempotency per the IETF {@code Idempotency-Key} header draft: {@link
- * dev.once.servlet.IdempotencyFilter} (a Jakarta Servlet filter over a {@link dev.once.Once}),
- * {@link dev.once.servlet.TenantResolver} and the problem types of {@link
- * dev.once.servlet.IdempotencyProblem}. Everything in {@code dev.once.servlet.internal} is
- * implementation.
+ * dev.once.servlet.IdempotencyFilter} (a Jakarta Servlet filter over a {@link dev.once.Once}) and
+ * {@link dev.once.servlet.TenantResolver}. Its problem types are {@link
+ * dev.once.http.IdempotencyProblem} ({@code once-http}, shared with {@code once-jaxrs}). Everything
+ * in {@code dev.once.servlet.internal} is implementation.
  */
 package dev.once.servlet;

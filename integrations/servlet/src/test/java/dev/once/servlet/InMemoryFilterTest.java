@@ -5,10 +5,10 @@ import dev.once.spi.IdempotencyStore;
 import java.nio.file.Path;
 
 /** The HTTP contract over {@link InMemoryStore}. */
-class InMemoryFilterTest extends IdempotencyFilterContract {
+class InMemoryFilterTest extends ServletContract {
 
   @Override
-  IdempotencyStore newStore(Path dir) {
+  protected IdempotencyStore newStore(Path dir) {
     return new InMemoryStore();
   }
 }

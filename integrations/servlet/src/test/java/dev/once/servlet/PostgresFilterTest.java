@@ -10,12 +10,12 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.AfterAll;
 
 /** The HTTP contract over the JDBC store on a real PostgreSQL (embedded binaries). */
-class PostgresFilterTest extends IdempotencyFilterContract {
+class PostgresFilterTest extends ServletContract {
 
   private HikariDataSource dataSource;
 
   @Override
-  IdempotencyStore newStore(Path dir) throws Exception {
+  protected IdempotencyStore newStore(Path dir) throws Exception {
     HikariConfig config = new HikariConfig();
     config.setPoolName("once-servlet-postgres");
     config.setJdbcUrl(TestPostgres.jdbcUrl());

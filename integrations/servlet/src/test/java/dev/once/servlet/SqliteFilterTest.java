@@ -5,10 +5,10 @@ import dev.once.spi.IdempotencyStore;
 import java.nio.file.Path;
 
 /** The HTTP contract over the JDBC store on an SQLite file. */
-class SqliteFilterTest extends IdempotencyFilterContract {
+class SqliteFilterTest extends ServletContract {
 
   @Override
-  IdempotencyStore newStore(Path dir) {
+  protected IdempotencyStore newStore(Path dir) {
     JdbcStore store = JdbcStore.sqlite(dir.resolve("once.db"));
     store.createSchema();
     return store;

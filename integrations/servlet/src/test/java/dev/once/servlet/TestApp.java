@@ -1,6 +1,7 @@
 package dev.once.servlet;
 
 import dev.once.Attempt;
+import dev.once.testkit.http.ContractApp;
 import jakarta.servlet.http.Cookie;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
@@ -9,41 +10,15 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
-/**
- * The application behind the filter. What it does depends on the last path segment; every
- * handled request is counted per caller and Idempotency-Key, so tests can tell executions from
- * replays.
- */
+/** The contract's application ({@link ContractApp}) as a servlet. */
 final class TestApp extends HttpServlet {
   private static final long serialVersionUID = 1L;
 
-  /** Holds a request inside the handler until released. */
-  static final class Gate {
-    final CountDownLatch entered = new CountDownLatch(1);
-    final CountDownLatch release = new CountDownLatch(1);
-  }
+  private final transient ContractApp app;
 
-  final transient Map<String, AtomicInteger> executions = new ConcurrentHashMap<>();
-  final transient Map<String, Gate> gates = new ConcurrentHashMap<>();
-  final transient Map<String, AtomicInteger> failuresLeft = new ConcurrentHashMap<>();
-  final AtomicInteger total = new AtomicInteger();
-  /** Effects of the "stepped" handler's durable step, per key. */
-  final transient Map<String, AtomicInteger> mails = new ConcurrentHashMap<>();
-
-  /** How often the handler ran for this caller and raw key header value. */
-  int executions(String caller, String key) {
-    AtomicInteger n = executions.get(caller + "|" + key);
-    return n == null ? 0 : n.get();
-  }
-
-  Gate gate(String key) {
-    return gates.computeIfAbsent(key, k -> new Gate());
+  TestApp(ContractApp app) {
+    this.app = app;
   }
 
   @Override
@@ -51,9 +26,9 @@ final class TestApp extends HttpServlet {
     String key = String.valueOf(req.getHeader("Idempotency-Key"));
     String caller = req.getHeader("X-User") != null ? req.getHeader("X-User")
         : String.valueOf(req.getHeader("X-Api-Key"));
-    int n = executions.computeIfAbsent(caller + "|" + key, k -> new AtomicInteger())
-        .incrementAndGet();
-    int serial = total.incrementAndGet();
+    ContractApp.Handled handled = app.handled(caller, key);
+    int n = handled.execution();
+    int serial = handled.serial();
     String path = req.getRequestURI();
     String[] segments = path.split("/");
     String action = segments[segments.length - 1];
@@ -86,16 +61,7 @@ final class TestApp extends HttpServlet {
       res.setContentLength(body.length);
       res.getOutputStream().write(body);
       res.flushBuffer();
-      Gate gate = gate(key);
-      gate.entered.countDown();
-      try {
-        if (!gate.release.await(30, TimeUnit.SECONDS)) {
-          throw new IllegalStateException("gate never released");
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException(e);
-      }
+      app.gate(key).pass();
       return;
     }
     if (previous.equals("big")) {
@@ -119,25 +85,15 @@ final class TestApp extends HttpServlet {
       }
       case "slow" -> {
         // Only the first execution of a key hangs: it stands for a worker that stalls or dies.
-        Gate gate = gate(key);
-        gate.entered.countDown();
-        try {
-          if (n > 1) {
-            text(res, 200, "slow #" + serial);
-            return;
-          }
-          if (!gate.release.await(30, TimeUnit.SECONDS)) {
-            throw new IllegalStateException("gate never released");
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new IllegalStateException(e);
+        if (n == 1) {
+          app.gate(key).pass();
+        } else {
+          app.gate(key).entered.countDown();
         }
         text(res, 200, "slow #" + serial);
       }
       case "boom" -> {
-        AtomicInteger left = failuresLeft.computeIfAbsent(key, k -> new AtomicInteger(1));
-        if (left.getAndDecrement() > 0) {
+        if (app.failsOnce(key)) {
           throw new IllegalStateException("handler crashed on purpose");
         }
         text(res, 200, "recovered #" + serial);
@@ -165,8 +121,7 @@ final class TestApp extends HttpServlet {
         // A durable step (a mail no one can deduplicate), then a 503 the first time: the
         // response is not stored and the retry runs the handler again, but not the step.
         String mail = IdempotencyFilter.attempt(req).orElseThrow().step("mail",
-            dev.once.Codecs.utf8(), k -> "mail #" + mails.computeIfAbsent(key,
-                x -> new AtomicInteger()).incrementAndGet());
+            dev.once.Codecs.utf8(), k -> app.mail(key));
         text(res, n == 1 ? 503 : 200, mail);
       }
       default -> text(res, 200, "ok #" + serial);

@@ -9,7 +9,7 @@ import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.StoreUnavailableException;
 import dev.once.servlet.IdempotencyFilter;
-import dev.once.servlet.IdempotencyProblem;
+import dev.once.http.IdempotencyProblem;
 import jakarta.servlet.http.HttpServletRequest;
 import java.net.URI;
 import java.time.Duration;

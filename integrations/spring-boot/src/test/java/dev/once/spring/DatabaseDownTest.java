@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.once.StoreUnavailableException;
 import dev.once.jdbc.JdbcDialect;
 import dev.once.jdbc.JdbcStore;
-import dev.once.servlet.IdempotencyProblem;
+import dev.once.http.IdempotencyProblem;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spring.autoconfigure.OnceAutoConfiguration;
 import dev.once.spring.internal.OnceFailureAnalyzer;

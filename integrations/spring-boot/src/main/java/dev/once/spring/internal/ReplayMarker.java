@@ -1,7 +1,7 @@
 package dev.once.spring.internal;
 
 import dev.once.servlet.IdempotencyFilter;
-import dev.once.servlet.IdempotencyProblem;
+import dev.once.http.IdempotencyProblem;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.lang.reflect.Method;

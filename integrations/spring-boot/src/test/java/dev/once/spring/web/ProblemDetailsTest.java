@@ -2,7 +2,7 @@ package dev.once.spring.web;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.servlet.IdempotencyProblem;
+import dev.once.http.IdempotencyProblem;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
