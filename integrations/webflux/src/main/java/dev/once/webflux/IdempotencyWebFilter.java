@@ -263,30 +263,36 @@ public final class IdempotencyWebFilter implements WebFilter {
 
   private Mono<Void> handle(ServerWebExchange exchange, ServerWebExchange withBody,
       WebFilterChain chain, IdempotencyKey key, Fingerprint fingerprint) {
-    Run run = new Run();
-    CompletableFuture<Result<StoredResponse>> claimed = once.callAsync(key, fingerprint,
-        StoredResponseCodec.INSTANCE, attempt -> {
-          CapturingResponse capture = new CapturingResponse(exchange.getResponse(),
-              maxResponseBytes);
-          run.capture = capture;
-          ServerWebExchange app = withBody.mutate().response(capture).build();
-          app.getAttributes().put(ATTEMPT_ATTRIBUTE, attempt);
-          // Subscribed here, apart from the client's connection: a client that leaves while
-          // the application runs cancels neither the application nor storing its outcome.
-          return Mono.defer(() -> chain.filter(app))
-              .then(Mono.fromCallable(() -> {
-                run.returned = true;
-                return stored(attempt, exchange.getRequest(), capture);
-              }))
-              .doFinally(signal -> app.getAttributes().remove(ATTEMPT_ATTRIBUTE))
-              .toFuture();
-        });
-    // suppressCancel: the client leaving must not cancel the call, whose outcome is stored anyway.
-    return Mono.fromFuture(claimed, true)
-        .flatMap(result -> result.replayed()
-            ? replay(exchange, result.value(), key)
-            : sendHeld(run.capture, exchange, key))
-        .onErrorResume(error -> failed(exchange, key, run, unwrap(error)));
+    // The chain is subscribed apart from this subscription (below), so it gets this one's Reactor
+    // Context by hand: what filters before this one wrote there (Spring Security's context,
+    // observations) reaches the application.
+    return Mono.deferContextual(context -> {
+      Run run = new Run();
+      CompletableFuture<Result<StoredResponse>> claimed = once.callAsync(key, fingerprint,
+          StoredResponseCodec.INSTANCE, attempt -> {
+            CapturingResponse capture = new CapturingResponse(exchange.getResponse(),
+                maxResponseBytes);
+            run.capture = capture;
+            ServerWebExchange app = withBody.mutate().response(capture).build();
+            app.getAttributes().put(ATTEMPT_ATTRIBUTE, attempt);
+            // Subscribed here, apart from the client's connection: a client that leaves while
+            // the application runs cancels neither the application nor storing its outcome.
+            return Mono.defer(() -> chain.filter(app))
+                .then(Mono.fromCallable(() -> {
+                  run.returned = true;
+                  return stored(attempt, exchange.getRequest(), capture);
+                }))
+                .doFinally(signal -> app.getAttributes().remove(ATTEMPT_ATTRIBUTE))
+                .contextWrite(context)
+                .toFuture();
+          });
+      // suppressCancel: the client leaving must not cancel the call, whose outcome is stored.
+      return Mono.fromFuture(claimed, true)
+          .flatMap(result -> result.replayed()
+              ? replay(exchange, result.value(), key)
+              : sendHeld(run.capture, exchange, key))
+          .onErrorResume(error -> failed(exchange, key, run, unwrap(error)));
+    });
   }
 
   private Mono<Void> failed(ServerWebExchange exchange, IdempotencyKey key, Run run,

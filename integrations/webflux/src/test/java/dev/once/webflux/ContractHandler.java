@@ -112,6 +112,10 @@ final class ContractHandler implements WebHandler {
       case "senderror":
         // Through the framework's error path (its exception handler), outside the response.
         return Mono.error(new ResponseStatusException(HttpStatus.NOT_FOUND, "nothing here"));
+      case "context":
+        // Not one of the contract's routes: what an earlier filter wrote to the Reactor Context.
+        return Mono.deferContextual(context -> text(res, 200, "context "
+            + context.getOrDefault(TestAuthFilter.CONTEXT_KEY, "none") + " #" + serial));
       case "attempt":
         return text(res, 200, IdempotencyWebFilter.attempt(exchange).map(Attempt::key)
             .orElse("none"));

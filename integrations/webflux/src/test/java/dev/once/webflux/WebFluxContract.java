@@ -36,8 +36,9 @@ import org.springframework.web.server.WebFilter;
  * The published HTTP contract ({@link HttpIdempotencyContract}, the servlet filter's and the
  * JAX-RS filter's) over {@link IdempotencyWebFilter} on Reactor Netty, a real HTTP server on
  * 127.0.0.1: an authentication filter, one filter per route, then {@link ContractHandler}. Plus
- * what a non-blocking filter must show besides: no store call on an event-loop thread, and a
- * client gone while the application runs loses nothing.
+ * what a non-blocking filter must show besides: no store call on an event-loop thread, a client
+ * gone while the application runs loses nothing, and the application, subscribed apart from the
+ * connection, still sees the Reactor Context of the filters before it.
  */
 abstract class WebFluxContract extends HttpIdempotencyContract {
 
@@ -140,6 +141,17 @@ abstract class WebFluxContract extends HttpIdempotencyContract {
     assertThat(ContractHttp.header(retry, "Idempotent-Replayed")).isEqualTo("true");
     assertThat(retry.body()).hasSize(20_000);
     assertThat(app.executions("alice", key)).isEqualTo(1);
+  }
+
+  @Test
+  void theApplicationSeesTheReactorContextOfTheFiltersBeforeIt() {
+    String key = "k-" + UUID.randomUUID();
+    HttpResponse<byte[]> first = http.post("/api/context", "alice", key, "{}");
+    HttpResponse<byte[]> retry = http.post("/api/context", "alice", key, "{}");
+
+    assertThat(ContractHttp.text(first)).startsWith("context alice #");
+    assertThat(retry.body()).isEqualTo(first.body());
+    assertThat(ContractHttp.header(retry, "Idempotent-Replayed")).isEqualTo("true");
   }
 
   private int port() {
