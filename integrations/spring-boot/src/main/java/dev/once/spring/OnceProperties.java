@@ -258,9 +258,15 @@ public class OnceProperties {
     }
   }
 
-  /** {@code once.http.*}: the Idempotency-Key servlet filter. */
+  /**
+   * {@code once.http.*}: the Idempotency-Key filter, the servlet filter in a servlet web
+   * application, the WebFlux filter in a reactive one (the same settings).
+   */
   public static class Http {
-    /** Register the IdempotencyFilter in a servlet web application. */
+    /**
+     * Register the IdempotencyFilter in a servlet web application (the IdempotencyWebFilter in a
+     * reactive one, with once-webflux).
+     */
     private boolean enabled = true;
     /** The HTTP methods protected. */
     private List<String> methods = new ArrayList<>(List.of("POST", "PATCH"));
@@ -291,7 +297,10 @@ public class OnceProperties {
     private List<String> neverStoreHeaders = new ArrayList<>();
     /** How long a 409 asks the client to wait (Retry-After), capped by the lease left. */
     private Duration retryAfter = Duration.ofSeconds(1);
-    /** The filter's order: 0 runs after Spring Security's filter chain (-100). */
+    /**
+     * The filter's order: 0 runs after Spring Security's filter chain (-100; its
+     * WebFilterChainProxy in a reactive application).
+     */
     private int filterOrder;
     /**
      * Answer Once's exceptions out of Spring MVC handlers (@Idempotent methods) as

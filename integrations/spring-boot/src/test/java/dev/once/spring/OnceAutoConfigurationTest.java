@@ -17,6 +17,8 @@ import dev.once.micrometer.ObservationOnceListener;
 import dev.once.micrometer.OnceObservations;
 import dev.once.micrometer.OnceMetrics;
 import dev.once.servlet.IdempotencyFilter;
+import dev.once.spring.internal.OrderedWebFilter;
+import dev.once.webflux.IdempotencyWebFilter;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spring.autoconfigure.OnceAutoConfiguration;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -38,6 +40,7 @@ import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.boot.health.contributor.Status;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
@@ -308,6 +311,43 @@ class OnceAutoConfigurationTest {
         .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))
         .withPropertyValues("once.store=memory", "once.http.enabled=false")
         .run(context -> assertThat(context).doesNotHaveBean(IdempotencyFilter.class));
+  }
+
+  @Test
+  void theWebFilterIsRegisteredOnlyInAReactiveWebApplicationAndBacksOff() {
+    ReactiveWebApplicationContextRunner reactive = new ReactiveWebApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class));
+    reactive.withPropertyValues("once.store=memory", "once.http.paths=/charges/**",
+            "once.http.scope=payments", "once.http.tenant-principal=true",
+            "once.http.filter-order=5")
+        .withBean(IdempotencyWebFilterCustomizer.class,
+            () -> builder -> builder.retryAfter(Duration.ofSeconds(7)))
+        .run(context -> {
+          assertThat(context).doesNotHaveBean(IdempotencyFilter.class);
+          OrderedWebFilter ordered = context.getBean(OrderedWebFilter.class);
+          assertThat(ordered.getOrder()).isEqualTo(5);
+          IdempotencyWebFilter.Config config = ordered.filter().config();
+          assertThat(config.paths()).containsExactly("/charges/**");
+          assertThat(config.scope()).isEqualTo("payments");
+          assertThat(config.retryAfter()).isEqualTo(Duration.ofSeconds(7));
+          assertThat(config.once()).isSameAs(context.getBean(Once.class));
+        });
+    reactive.withPropertyValues("once.store=memory", "once.http.tenant-header=X-Api-Key",
+            "once.http.tenant-principal=true")
+        .run(context -> assertThat(context.getStartupFailure()).rootCause()
+            .hasMessageContaining("not both"));
+    reactive.withPropertyValues("once.store=memory", "once.http.enabled=false")
+        .run(context -> assertThat(context).doesNotHaveBean(OrderedWebFilter.class));
+    reactive.withPropertyValues("once.store=memory")
+        .withBean("mine", IdempotencyWebFilter.class,
+            () -> IdempotencyWebFilter.builder(Once.builder(new dev.once.InMemoryStore()).build())
+                .build())
+        .run(context -> assertThat(context).doesNotHaveBean(OrderedWebFilter.class)
+            .hasSingleBean(IdempotencyWebFilter.class));
+    new WebApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(OnceAutoConfiguration.class))
+        .withPropertyValues("once.store=memory")
+        .run(context -> assertThat(context).doesNotHaveBean(OrderedWebFilter.class));
   }
 
   @Test

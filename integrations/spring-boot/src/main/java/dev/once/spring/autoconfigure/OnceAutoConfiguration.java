@@ -10,6 +10,7 @@ import dev.once.servlet.IdempotencyFilter;
 import dev.once.servlet.TenantResolver;
 import dev.once.spi.IdempotencyStore;
 import dev.once.spring.IdempotencyFilterCustomizer;
+import dev.once.spring.IdempotencyWebFilterCustomizer;
 import dev.once.spring.IdempotentExceptionHandler;
 import dev.once.spring.OnceBuilderCustomizer;
 import dev.once.spring.OnceProperties;
@@ -54,7 +55,8 @@ import org.springframework.context.annotation.Role;
  *       included) and every {@link OnceBuilderCustomizer};
  *   <li>{@code @Idempotent} bean methods, through a post-processor;
  *   <li>in a servlet web application: the {@link IdempotencyFilter}, registered for every path
- *       ({@code once.http.*} choose what it protects);
+ *       ({@code once.http.*} choose what it protects); in a reactive one, with once-webflux, the
+ *       non-blocking {@code IdempotencyWebFilter} from the same properties;
  *   <li>in a Spring MVC application: {@link IdempotentExceptionHandler}, answering Once's
  *       exceptions out of handlers as {@code application/problem+json};
  *   <li>with Actuator: the {@code once} health indicator; with once-micrometer and a
@@ -228,6 +230,75 @@ public class OnceAutoConfiguration {
         return TenantResolver.header(http.getTenantHeader());
       }
       return http.isTenantPrincipal() ? TenantResolver.principal() : null;
+    }
+  }
+
+  /**
+   * The {@code Idempotency-Key} filter, in a reactive web application: the
+   * {@link dev.once.webflux.IdempotencyWebFilter} from the same {@code once.http.*} properties as
+   * the servlet filter, at {@code once.http.filter-order} among the {@code WebFilter}s.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.REACTIVE)
+  @ConditionalOnClass(name = {"dev.once.webflux.IdempotencyWebFilter",
+      "org.springframework.web.server.WebFilter"})
+  @ConditionalOnBooleanProperty(name = "once.http.enabled", matchIfMissing = true)
+  public static class ReactiveHttpConfiguration {
+
+    /**
+     * The filter, from {@code once.http.*}, a {@link dev.once.webflux.TenantResolver} bean and
+     * the {@link IdempotencyWebFilterCustomizer}s; backs off when the application declares an
+     * {@link dev.once.webflux.IdempotencyWebFilter} of its own.
+     */
+    @Bean
+    @ConditionalOnMissingBean(value = dev.once.webflux.IdempotencyWebFilter.class,
+        name = "onceIdempotencyWebFilter")
+    public dev.once.spring.internal.OrderedWebFilter onceIdempotencyWebFilter(Once once,
+        OnceProperties properties,
+        ObjectProvider<dev.once.webflux.TenantResolver> tenantResolver,
+        ObjectProvider<IdempotencyWebFilterCustomizer> customizers) {
+      OnceProperties.Http http = properties.getHttp();
+      dev.once.webflux.IdempotencyWebFilter.Builder builder =
+          dev.once.webflux.IdempotencyWebFilter.builder(once)
+              .methods(http.getMethods())
+              .paths(http.getPaths())
+              .excludePaths(http.getExcludePaths())
+              .scope(http.getScope())
+              .keyHeader(http.getKeyHeader())
+              .keyRequired(http.isKeyRequired())
+              .storeServerErrors(http.isStoreServerErrors())
+              .maxRequestBytes(Math.toIntExact(http.getMaxRequestBytes().toBytes()))
+              .replayHeaders(http.getReplayHeaders())
+              .neverStoreHeaders(http.getNeverStoreHeaders())
+              .retryAfter(http.getRetryAfter());
+      if (http.getMaxResponseBytes() != null) {
+        builder.maxResponseBytes(Math.toIntExact(http.getMaxResponseBytes().toBytes()));
+      }
+      dev.once.webflux.TenantResolver resolver =
+          tenantResolver.getIfUnique(() -> tenantResolver(http));
+      if (resolver != null) {
+        builder.tenantResolver(resolver);
+      }
+      customizers.orderedStream().forEach(customizer -> customizer.customize(builder));
+      dev.once.webflux.IdempotencyWebFilter filter = builder.build();
+      LOG.info("Once: the Idempotency-Key WebFilter protects " + http.getMethods() + " on "
+          + (http.getPaths().isEmpty() ? "every path" : http.getPaths())
+          + (http.getExcludePaths().isEmpty() ? "" : ", except " + http.getExcludePaths())
+          + " (header " + http.getKeyHeader() + ", " + (http.isKeyRequired() ? "required"
+              : "optional") + "); store calls run on the Once's asyncExecutor");
+      return new dev.once.spring.internal.OrderedWebFilter(filter, http.getFilterOrder());
+    }
+
+    private static dev.once.webflux.TenantResolver tenantResolver(OnceProperties.Http http) {
+      boolean header = http.getTenantHeader() != null && !http.getTenantHeader().isBlank();
+      if (header && http.isTenantPrincipal()) {
+        throw new IllegalStateException("set once.http.tenant-header or"
+            + " once.http.tenant-principal, not both");
+      }
+      if (header) {
+        return dev.once.webflux.TenantResolver.header(http.getTenantHeader());
+      }
+      return http.isTenantPrincipal() ? dev.once.webflux.TenantResolver.principal() : null;
     }
   }
 

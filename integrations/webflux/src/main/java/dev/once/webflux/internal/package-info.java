@@ -1,0 +1,2 @@
+/** Implementation of {@code once-webflux}; not API. */
+package dev.once.webflux.internal;
