@@ -351,6 +351,44 @@ class OnceAsyncTest {
   }
 
   @Test
+  void aClaimAnsweredAtOnceIsToldOnTheExecutorNeverOnTheCallersThread() throws Exception {
+    // A native asynchronous claim may answer before the caller returns (here: at once); the
+    // listener must still not hear of it on the caller's thread, an event loop in WebFlux.
+    dev.once.spi.IdempotencyStore answersAtOnce = (dev.once.spi.IdempotencyStore)
+        java.lang.reflect.Proxy.newProxyInstance(
+            dev.once.spi.IdempotencyStore.class.getClassLoader(),
+            new Class<?>[] {dev.once.spi.IdempotencyStore.class}, (proxy, method, args) -> {
+              if (method.getName().equals("claimAsync")) {
+                return CompletableFuture.completedFuture(store.claim((ClaimRequest) args[0]));
+              }
+              try {
+                return method.invoke(store, args);
+              } catch (java.lang.reflect.InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
+    List<String> toldOn = new CopyOnWriteArrayList<>();
+    ExecutorService pool = Executors.newSingleThreadExecutor(r -> new Thread(r, "store-thread"));
+    try {
+      Once once = Once.builder(answersAtOnce).clock(clock).lease(LEASE).asyncExecutor(pool)
+          .listener(new OnceListener() {
+            @Override
+            public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
+              toldOn.add(operation + " on " + Thread.currentThread().getName());
+            }
+          }).build();
+
+      once.callAsync(key, FP, Codecs.utf8(), charge(CompletableFuture.completedFuture("charged")))
+          .get(30, TimeUnit.SECONDS);
+
+      assertThat(toldOn).contains("claim on store-thread")
+          .allSatisfy(told -> assertThat(told).endsWith("on store-thread"));
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  @Test
   void theListenerHearsTheCallFromItsStartToItsEndAsForABlockingCall() {
     List<String> events = new CopyOnWriteArrayList<>();
     Once once = builder().listener(new OnceListener() {

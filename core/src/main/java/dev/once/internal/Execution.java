@@ -272,8 +272,13 @@ public final class Execution {
       } else {
         // The first claim through the store's own asynchronous claim (native where it has one);
         // the rest of the call on the executor, whichever thread answered.
-        store.forCall(events).claimAsync(request(key, fingerprint), executor)
+        StoreCalls calls = store.forCall(events);
+        long start = calls.start();
+        // Told where the call goes on from the answer: on the executor, never on the caller's
+        // thread (an event loop) nor on whichever thread completed the stage.
+        calls.claimAsync(request(key, fingerprint), executor)
             .whenCompleteAsync((claim, failure) -> {
+              calls.toldClaim(start, failure == null);
               if (failure != null) {
                 fail(events, answer, unwrap(failure));
               } else {

@@ -37,26 +37,29 @@ final class StoreCalls {
     return timed("claim", () -> store.claim(request));
   }
 
-  /** {@link IdempotencyStore#claimAsync}, timed from the call to the stage's completion. */
+  /**
+   * {@link IdempotencyStore#claimAsync}, not yet told: the caller tells it with {@link #toldClaim}
+   * where it goes on from the answer (on its executor), so that the listener never hears of a
+   * store call on the thread that asked, which may be an event loop, nor on a client's thread
+   * that completed the stage.
+   */
   java.util.concurrent.CompletionStage<Claim> claimAsync(ClaimRequest request,
       java.util.concurrent.Executor blocking) {
-    if (listener == NoListener.INSTANCE) {
-      return store.claimAsync(request, blocking);
-    }
-    long start = ticker.getAsLong();
-    java.util.concurrent.CompletionStage<Claim> claim;
-    try {
-      claim = store.claimAsync(request, blocking);
-    } catch (RuntimeException e) {
-      told("claim", start, false);
-      throw e;
-    }
-    return claim.whenComplete((answer, failure) -> told("claim", start, failure == null));
+    return store.claimAsync(request, blocking);
   }
 
-  private void told(String operation, long start, boolean succeeded) {
+  /** The ticker's time, for {@link #toldClaim} (0 when nobody listens). */
+  long start() {
+    return listener == NoListener.INSTANCE ? 0 : ticker.getAsLong();
+  }
+
+  /** Tells an asynchronous claim made at {@code start} as a store call. */
+  void toldClaim(long start, boolean succeeded) {
+    if (listener == NoListener.INSTANCE) {
+      return;
+    }
     Duration elapsed = Duration.ofNanos(ticker.getAsLong() - start);
-    Execution.notify(listener, l -> l.onStoreCall(operation, elapsed, succeeded));
+    Execution.notify(listener, l -> l.onStoreCall("claim", elapsed, succeeded));
   }
 
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,

@@ -40,8 +40,9 @@ class AsyncExecutorTest {
 
       assertThat(first.statusCode()).isEqualTo(201);
       assertThat(ContractHttp.header(retry, "Idempotent-Replayed")).isEqualTo("true");
-      // The first: its claim, then storing its outcome; the retry: its claim.
-      assertThat(tasks.get()).isEqualTo(3);
+      // The first: its claim, going on from its answer, then storing its outcome; the retry:
+      // its claim and going on from its answer.
+      assertThat(tasks.get()).isEqualTo(5);
       assertThat(app.executions("null", "k-1")).isEqualTo(1);
     } finally {
       pool.shutdownNow();
