@@ -132,6 +132,15 @@ public final class IdempotencyFeature implements Feature {
         ContainerRequestFilter.class, PRIORITY,
         ContainerResponseFilter.class, 1,
         WriterInterceptor.class, 1));
+    // Each with one contract: a runtime may rank a provider by one priority for all of them.
+    if (!context.getConfiguration().isRegistered(IdempotencyFilters.Reset.class)) {
+      context.register(new IdempotencyFilters.Reset(),
+          Map.of(ContainerRequestFilter.class, -1_000_000));
+    }
+    if (!context.getConfiguration().isRegistered(IdempotencyFilters.Boundary.class)) {
+      context.register(new IdempotencyFilters.Boundary(),
+          Map.of(ContainerResponseFilter.class, 1_000_000));
+    }
     if (!context.getConfiguration().isRegistered(FailureMapper.class)) {
       context.register(FailureMapper.class);
     }
@@ -150,7 +159,7 @@ public final class IdempotencyFeature implements Feature {
     return "IdempotencyFeature[" + config + "]";
   }
 
-  /** How long a protected request may take by default before its claim is released: 10 min. */
+  /** The default {@link Builder#abandonAfter}: 10 min. */
   public static final Duration DEFAULT_ABANDON_AFTER = Duration.ofMinutes(10);
 
   /**
@@ -475,9 +484,11 @@ public final class IdempotencyFeature implements Feature {
     }
 
     /**
-     * How long the claim waits for the resource's response (default 10 minutes): a request that
-     * never answers (an {@code AsyncResponse} never resumed) has its claim released after it, so
-     * the key may be retried.
+     * How long the claim waits for an answer once nothing may still run (default 10 minutes): an
+     * asynchronous resource ({@code @Suspended AsyncResponse}, {@code CompletionStage}) with no
+     * answer by then has its claim left to its lease — never released nor failed, no longer
+     * renewed. A synchronous resource is waited for as long as it runs; this then bounds only
+     * the wait for its response after it returned.
      */
     public Builder abandonAfter(Duration wait) {
       config.abandonAfter = Checks.positive(wait, "abandonAfter");

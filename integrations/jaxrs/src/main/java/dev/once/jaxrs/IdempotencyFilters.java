@@ -30,9 +30,14 @@ import jakarta.ws.rs.container.ContainerRequestContext;
 import jakarta.ws.rs.container.ContainerRequestFilter;
 import jakarta.ws.rs.container.ContainerResponseContext;
 import jakarta.ws.rs.container.ContainerResponseFilter;
+import jakarta.ws.rs.container.PreMatching;
+import jakarta.ws.rs.container.ResourceInfo;
+import jakarta.ws.rs.container.Suspended;
+import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.MultivaluedMap;
 import jakarta.ws.rs.core.Response;
+import jakarta.ws.rs.core.UriInfo;
 import jakarta.ws.rs.ext.RuntimeDelegate;
 import jakarta.ws.rs.ext.WriterInterceptor;
 import jakarta.ws.rs.ext.WriterInterceptorContext;
@@ -40,11 +45,15 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.lang.annotation.Annotation;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -69,7 +78,11 @@ final class IdempotencyFilters
   private static final System.Logger LOG = System.getLogger(IdempotencyFeature.class.getName());
   /** A store outage fails every request alike: one stack trace, then a count per minute. */
   private static final RepeatedFailureLog OUTAGES = RepeatedFailureLog.of(LOG);
-  /** The held call of the request this thread runs, for the exception mapper. */
+  /**
+   * The held call of the request this thread runs, for the exception mapper: set by the request
+   * filter, cleared by the mapper, by the response side, and at the start of every request
+   * ({@link Boundary}), so a thread whose asynchronous resource suspended carries it no further.
+   */
   private static final ThreadLocal<HeldCall<StoredResponse>> CURRENT = new ThreadLocal<>();
   private static final AtomicInteger THREADS = new AtomicInteger();
   /** The threads the claims run on, parked while their resource runs. */
@@ -79,7 +92,14 @@ final class IdempotencyFilters
     return thread;
   });
 
+  /** Whether each resource method answers asynchronously. */
+  private static final Map<Method, Boolean> ASYNC = new ConcurrentHashMap<>();
+
   private final List<Protection> protections;
+
+  /** The matched resource method (injected by the runtime; null where it is not). */
+  @Context
+  private ResourceInfo resourceInfo;
 
   IdempotencyFilters(List<Protection> protections) {
     this.protections = List.copyOf(protections);
@@ -97,12 +117,47 @@ final class IdempotencyFilters
         .build();
   }
 
-  /** The resource of the request on this thread threw {@code exception} (the mapper says). */
+  /**
+   * {@code exception} was thrown while this thread handled a request (the mapper says): a failure
+   * of the work if its resource had not come back yet; else an error after the work, which must
+   * not make it run again.
+   */
   static void applicationThrew(Throwable exception) {
     HeldCall<StoredResponse> held = CURRENT.get();
-    if (held != null && !held.isDelivered()) {
+    CURRENT.remove();
+    if (held == null || held.isDelivered()) {
+      return;
+    }
+    if (held.hasComeBack()) {
+      held.failedAfterWork(exception);
+    } else {
       held.failed(exception);
     }
+  }
+
+  /** Whether the matched resource method answers asynchronously. */
+  private boolean asyncResource() {
+    Method method;
+    try {
+      method = resourceInfo == null ? null : resourceInfo.getResourceMethod();
+    } catch (RuntimeException notInjected) {
+      return false;
+    }
+    return method != null && ASYNC.computeIfAbsent(method, IdempotencyFilters::isAsync);
+  }
+
+  private static boolean isAsync(Method method) {
+    if (CompletionStage.class.isAssignableFrom(method.getReturnType())) {
+      return true;
+    }
+    for (Annotation[] annotations : method.getParameterAnnotations()) {
+      for (Annotation annotation : annotations) {
+        if (annotation.annotationType() == Suspended.class) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   // --- request ----------------------------------------------------------------------------
@@ -160,7 +215,7 @@ final class IdempotencyFilters
         request.getHeaderString("Content-Type"), body);
 
     HeldCall<StoredResponse> held = HeldCall.start(CALLS, p.once(), key, fingerprint,
-        StoredResponseCodec.INSTANCE, p.abandonAfter());
+        StoredResponseCodec.INSTANCE, p.abandonAfter(), asyncResource());
     Attempt attempt;
     try {
       attempt = held.awaitStart();
@@ -228,7 +283,8 @@ final class IdempotencyFilters
       answer.header(header.name(), header.value());
     }
     answer.header(IdempotencyProblem.REPLAYED_HEADER, "true");
-    answer.header("Content-Length", Integer.toString(stored.body().length));
+    // No Content-Length of our own: the answer passes through the application's writer
+    // interceptors (a gzip encoder, say); the runtime counts what they write.
     if (stored.body().length > 0) {
       answer.entity(stored.body());
     }
@@ -253,7 +309,6 @@ final class IdempotencyFilters
     if (problem.retryAfter()) {
       answer.header(IdempotencyProblem.RETRY_AFTER_HEADER, Long.toString(retryAfterSeconds));
     }
-    answer.header("Content-Length", Integer.toString(body.length));
     request.abortWith(answer.entity(body).type(IdempotencyProblem.MEDIA_TYPE).build());
   }
 
@@ -281,12 +336,32 @@ final class IdempotencyFilters
   @Override
   @SuppressWarnings("unchecked")
   public void filter(ContainerRequestContext request, ContainerResponseContext response) {
+    // Where the resource came back, should the runtime not have run Boundary yet (on Jersey 4
+    // the feature's response filters are not reliably ordered before the application's).
+    Boundary.mark(request, response);
     HeldCall<StoredResponse> held = (HeldCall<StoredResponse>) request.getProperty(HELD_PROPERTY);
     if (held == null || held.isDelivered()) {
       return;
     }
     Protection p = (Protection) request.getProperty(PROTECTION_PROPERTY);
     request.removeProperty(ATTEMPT_PROPERTY);
+    String what = (String) request.getProperty(DESCRIPTION_PROPERTY);
+    if (held.afterWork() != null) {
+      // A response filter threw after the resource came back: the answer now is that error's,
+      // not the resource's. Settle on what the resource came back with; never run it again.
+      request.removeProperty(HELD_PROPERTY);
+      CURRENT.remove();
+      Object settlement = held.settlement();
+      if (settlement == null) {
+        settlement = cameBackWith(p, held, response.getStatus(),
+            storedHeaders(p, response.getHeaders(), response.getMediaType()));
+      }
+      LOG.log(System.Logger.Level.WARNING, () -> "the response to " + what + " failed after its"
+          + " resource came back (" + held.afterWork() + "); settled without its body, so it "
+          + "does not run again", held.afterWork());
+      settle(held, settlement, what);
+      return;
+    }
     if (response.hasEntity() && held.failure() == null) {
       // The entity is written later, through the writer interceptor: it finishes there.
       request.setProperty(STATUS_PROPERTY, response.getStatus());
@@ -296,7 +371,7 @@ final class IdempotencyFilters
     CURRENT.remove();
     StoredResponse stored = verdict(p, response.getStatus(),
         storedHeaders(p, response.getHeaders(), response.getMediaType()), new byte[0], false);
-    finish(p, held, stored, (String) request.getProperty(DESCRIPTION_PROPERTY));
+    finish(p, held, stored, what);
   }
 
   @Override
@@ -311,14 +386,23 @@ final class IdempotencyFilters
     CURRENT.remove();
     Protection p = (Protection) context.getProperty(PROTECTION_PROPERTY);
     int status = (Integer) context.getProperty(STATUS_PROPERTY);
+    String what = (String) context.getProperty(DESCRIPTION_PROPERTY);
     OutputStream client = context.getOutputStream();
     HoldingStream holding = new HoldingStream(client, p.maxResponseBytes());
     context.setOutputStream(holding);
     try {
       context.proceed();
     } catch (IOException | RuntimeException | Error e) {
-      held.deliverFailure(e);
-      held.awaitStored();
+      // The resource returned; writing its entity failed (a MessageBodyWriter, an interceptor).
+      // Not a failure of the work, which must not run again: its status and headers are stored
+      // without the body (retries get idempotency-response-not-stored), and the runtime answers
+      // this error (500).
+      LOG.log(System.Logger.Level.WARNING, () -> "the response to " + what + " could not be"
+          + " written after its resource returned (" + e + "); stored without its body, retries"
+          + " get " + IdempotencyProblem.RESPONSE_NOT_STORED.type(), e);
+      finish(p, held, new StoredResponse(status,
+          storedHeaders(p, context.getHeaders(), context.getMediaType()), new byte[0])
+          .withoutBody(), what);
       throw e;
     } finally {
       context.setOutputStream(client);
@@ -326,7 +410,6 @@ final class IdempotencyFilters
     StoredResponse stored = verdict(p, status,
         storedHeaders(p, context.getHeaders(), context.getMediaType()), holding.body(),
         holding.overflowed());
-    String what = (String) context.getProperty(DESCRIPTION_PROPERTY);
     finish(p, held, stored, what);
     try {
       holding.sendHeld();
@@ -364,14 +447,39 @@ final class IdempotencyFilters
     return whole;
   }
 
+  /**
+   * What the resource came back with, to settle on should its response not reach the feature:
+   * its failure, a release for a retryable status, or its status and headers without the body.
+   */
+  private static Object cameBackWith(Protection p, HeldCall<StoredResponse> held, int status,
+      List<StoredResponse.Header> headers) {
+    if (held.failure() != null) {
+      return held.failure();
+    }
+    if (status >= 500 && !p.storeServerErrors()) {
+      return new ResponseNotStored("status " + status + " is retryable", System.Logger.Level.DEBUG);
+    }
+    return new StoredResponse(status, headers, new byte[0]).withoutBody();
+  }
+
   /** Delivers the answer (or the resource's failure, or a release) and waits until stored. */
   private static void finish(Protection p, HeldCall<StoredResponse> held, StoredResponse stored,
       String what) {
     if (held.failure() == null && stored.status() >= 500 && !p.storeServerErrors()) {
-      held.deliverFailure(new ResponseNotStored("status " + stored.status() + " is retryable",
-          System.Logger.Level.DEBUG));
+      settle(held, new ResponseNotStored("status " + stored.status() + " is retryable",
+          System.Logger.Level.DEBUG), what);
     } else {
-      held.deliver(stored);
+      settle(held, stored, what);
+    }
+  }
+
+  /** Delivers {@code verdict} (a response to store, or a failure) and waits until stored. */
+  @SuppressWarnings("unchecked")
+  private static void settle(HeldCall<StoredResponse> held, Object verdict, String what) {
+    if (verdict instanceof Throwable failure) {
+      held.deliverFailure(failure);
+    } else {
+      held.deliver((StoredResponse) verdict);
     }
     held.awaitStored();
     try {
@@ -436,4 +544,84 @@ final class IdempotencyFilters
     return value.toString();
   }
 
+  // --- the resource's boundary -------------------------------------------------------------
+
+  /**
+   * Runs at the start of every request, matched or not (pre-matching, first): clears
+   * {@link #CURRENT}, so that a call a suspended (asynchronous) resource left on this thread is
+   * never taken for this request's by the exception mapper.
+   */
+  @PreMatching
+  static final class Reset implements ContainerRequestFilter {
+    @Override
+    public void filter(ContainerRequestContext request) {
+      CURRENT.remove();
+    }
+  }
+
+  /**
+   * Meant as the first response filter: marks where the resource came back, so that what throws
+   * from then on (a response filter, a writer) is an error after the work, never a failure of it.
+   * Jersey 4 does not reliably run it before the application's response filters (a known limit:
+   * see the README); writer failures, which come after every response filter, are covered. On Jersey
+   * it also sees a {@code WebApplicationException} carrying an entity, which the runtime answers
+   * without any exception mapper: a failure of the work like any other exception out of the
+   * resource.
+   */
+  static final class Boundary implements ContainerResponseFilter {
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public void filter(ContainerRequestContext request, ContainerResponseContext response) {
+      mark(request, response);
+    }
+
+    /** Marks where the resource came back, unless marked already. */
+    @SuppressWarnings("unchecked")
+    static void mark(ContainerRequestContext request, ContainerResponseContext response) {
+      HeldCall<StoredResponse> held =
+          (HeldCall<StoredResponse>) request.getProperty(HELD_PROPERTY);
+      if (held == null || held.isDelivered() || held.hasComeBack()) {
+        return;
+      }
+      if (held.failure() == null) {
+        Throwable thrown = mappedThrowable(request.getUriInfo());
+        if (thrown != null) {
+          held.failed(thrown);
+        }
+      }
+      Protection p = (Protection) request.getProperty(PROTECTION_PROPERTY);
+      held.cameBack(cameBackWith(p, held, response.getStatus(),
+          storedHeaders(p, response.getHeaders(), response.getMediaType())));
+    }
+  }
+
+  /** Jersey's {@code ExtendedUriInfo#getMappedThrowable}: looked up reflectively, once a class. */
+  private static final ClassValue<Method> MAPPED_THROWABLE = new ClassValue<>() {
+    @Override
+    protected Method computeValue(Class<?> type) {
+      try {
+        Method method = type.getMethod("getMappedThrowable");
+        return Throwable.class.isAssignableFrom(method.getReturnType()) ? method : null;
+      } catch (NoSuchMethodException | RuntimeException none) {
+        return null;
+      }
+    }
+  };
+
+  /** The exception the runtime answered this request for so far, where it says (Jersey). */
+  private static Throwable mappedThrowable(UriInfo info) {
+    if (info == null) {
+      return null;
+    }
+    Method method = MAPPED_THROWABLE.get(info.getClass());
+    if (method == null) {
+      return null;
+    }
+    try {
+      return (Throwable) method.invoke(info);
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return null;
+    }
+  }
 }

@@ -24,29 +24,43 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link #awaitStored}, sends the response. Nothing reaches the client before the outcome is
  * stored.
  *
+ * <p>No path gives the claim back while the resource may still be running. A synchronous
+ * resource runs on the request thread: the work waits for it, however long (the {@code Once}'s
+ * heartbeat, if any, keeps the lease), until the resource came back ({@link #cameBack}); from
+ * then on it waits at most {@code abandonAfter} for the answer, and settles on what the resource
+ * came back with if none comes. An asynchronous resource runs wherever it resumes: after
+ * {@code abandonAfter} without an answer the work stops waiting and leaves the claim to its
+ * lease ({@link ClaimLeftToLease}), never failing nor releasing it.
+ *
  * @param <T> the stored form of a response
  */
 public final class HeldCall<T> {
 
+  private static final System.Logger LOG = System.getLogger(HeldCall.class.getName());
+
   private final CompletableFuture<Attempt> acquired = new CompletableFuture<>();
   private final CompletableFuture<Object> verdict = new CompletableFuture<>();
+  /** What to settle on if no answer is delivered: the resource came back (see cameBack). */
+  private final CompletableFuture<Object> cameBack = new CompletableFuture<>();
   private final CompletableFuture<Result<T>> done = new CompletableFuture<>();
   private final AtomicBoolean delivered = new AtomicBoolean();
   private volatile Throwable failure;
+  private volatile Throwable afterWork;
 
   private HeldCall() {}
 
   /**
-   * Starts {@code once.call(key, fingerprint, codec, …)} on {@code executor}. The work gives up
-   * waiting for the application's answer after {@code abandonAfter}: the claim is then released.
+   * Starts {@code once.call(key, fingerprint, codec, …)} on {@code executor}, for a synchronous
+   * resource or an asynchronous one ({@code async}); see the class comment for
+   * {@code abandonAfter}.
    */
   public static <T> HeldCall<T> start(Executor executor, Once once, IdempotencyKey key,
-      Fingerprint fingerprint, Codec<T> codec, Duration abandonAfter) {
+      Fingerprint fingerprint, Codec<T> codec, Duration abandonAfter, boolean async) {
     HeldCall<T> call = new HeldCall<>();
     executor.execute(() -> {
       try {
         call.done.complete(once.<T, Exception>call(key, fingerprint, codec,
-            attempt -> call.work(attempt, abandonAfter)));
+            attempt -> call.work(attempt, abandonAfter, async)));
       } catch (Throwable t) {
         call.done.completeExceptionally(t);
       } finally {
@@ -58,14 +72,37 @@ public final class HeldCall<T> {
   }
 
   @SuppressWarnings("unchecked")
-  private T work(Attempt attempt, Duration abandonAfter) throws Exception {
+  private T work(Attempt attempt, Duration abandonAfter, boolean async) throws Exception {
     acquired.complete(attempt);
+    long wait = abandonAfter.toMillis();
     Object answer;
     try {
-      answer = verdict.get(abandonAfter.toMillis(), TimeUnit.MILLISECONDS);
+      if (async) {
+        // The resource runs (or waits) wherever it resumes: bounded.
+        CompletableFuture.anyOf(verdict, cameBack).get(wait, TimeUnit.MILLISECONDS);
+      } else {
+        // The resource runs on the request thread: as long as it runs, the claim stays.
+        CompletableFuture.anyOf(verdict, cameBack).get();
+      }
     } catch (TimeoutException e) {
-      throw new ResponseNotStored("no response within " + abandonAfter
-          + " (async processing is not supported)", System.Logger.Level.WARNING);
+      LOG.log(System.Logger.Level.WARNING, () -> "no response to " + attempt.idempotencyKey()
+          + " from its asynchronous resource within " + abandonAfter + "; the claim is left to"
+          + " its lease (a duplicate gets 409 until it passes), neither released nor stored");
+      throw new ClaimLeftToLease(attempt.idempotencyKey(), attempt.token(), "no response within "
+          + abandonAfter + " (asynchronous resource); the claim is left to its lease");
+    } catch (ExecutionException e) {
+      // Never completed exceptionally: look below.
+    }
+    try {
+      answer = verdict.get(wait, TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      // The resource came back, but its response never reached the feature: settle on what it
+      // came back with (a failure, or its status stored without a body), never run it again.
+      LOG.log(System.Logger.Level.WARNING, () -> "the resource of " + attempt.idempotencyKey()
+          + " came back but its response did not reach the feature within " + abandonAfter
+          + "; settled without it");
+      delivered.set(true);
+      answer = cameBack.getNow(null);
     }
     if (answer instanceof Exception e) {
       throw e;
@@ -77,6 +114,42 @@ public final class HeldCall<T> {
       throw new IllegalStateException(t);
     }
     return (T) answer;
+  }
+
+  /**
+   * The resource came back (returned a response, or threw: {@link #failed}); {@code settlement}
+   * is what to settle on if its response never reaches {@link #deliver} — the response to store
+   * (without its body), or the failure to fail with. Only the first call counts.
+   *
+   * @return whether this was the first call
+   */
+  public boolean cameBack(Object settlement) {
+    return cameBack.complete(settlement);
+  }
+
+  /** Whether the resource came back. */
+  public boolean hasComeBack() {
+    return cameBack.isDone();
+  }
+
+  /**
+   * Something threw after the resource came back (a response filter, a writer): not a failure
+   * of the work, which must not run again; remembered for the filters to settle on.
+   */
+  public void failedAfterWork(Throwable error) {
+    if (afterWork == null) {
+      afterWork = error;
+    }
+  }
+
+  /** What threw after the resource came back, if anything did. */
+  public Throwable afterWork() {
+    return afterWork;
+  }
+
+  /** What the resource came back with, to settle on: see {@link #cameBack}. */
+  public Object settlement() {
+    return cameBack.getNow(null);
   }
 
   /**
