@@ -51,12 +51,20 @@ final class Stores {
 
   /**
    * {@code store}, telling {@code threads} the name of every thread that calls it (the real store
-   * underneath answers).
+   * underneath answers). {@code claimAsync}, which must not block and may be called from any
+   * thread, is not a call that blocks: it claims as the SPI's default does, through this store's
+   * own {@code claim} on the executor it is given, where that call is recorded.
    */
   static IdempotencyStore recordingThreads(IdempotencyStore store, Set<String> threads) {
     return (IdempotencyStore) java.lang.reflect.Proxy.newProxyInstance(
         IdempotencyStore.class.getClassLoader(), new Class<?>[] {IdempotencyStore.class},
         (proxy, method, args) -> {
+          if (method.getName().equals("claimAsync")) {
+            IdempotencyStore self = (IdempotencyStore) proxy;
+            dev.once.spi.ClaimRequest request = (dev.once.spi.ClaimRequest) args[0];
+            return java.util.concurrent.CompletableFuture.supplyAsync(() -> self.claim(request),
+                (java.util.concurrent.Executor) args[1]);
+          }
           if (method.getDeclaringClass() != Object.class) {
             threads.add(Thread.currentThread().getName());
           }
