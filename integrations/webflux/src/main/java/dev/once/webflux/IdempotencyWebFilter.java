@@ -84,8 +84,13 @@ import reactor.core.publisher.Mono;
  * {@link Builder#storeServerErrors}), with the allow-listed headers ({@link Builder#replayHeaders})
  * and never {@code Set-Cookie}, {@code Authorization} or the headers of
  * {@link Builder#neverStoreHeaders}. Not stored, the claim released as retryable (FAILED): a 5xx,
- * and an error out of the application's chain (a {@code ResponseStatusException} included; the
- * error handlers answer it after the filter).
+ * and an error out of the application's chain before it answered (a
+ * {@code ResponseStatusException} included; the error handlers answer it after the filter). An
+ * error after it answered (a body write delivered a buffer or completed, or
+ * {@code setComplete()} was called) never makes it run again: a whole answer is stored and sent,
+ * one cut short is stored without its body, as an answer over {@link Builder#maxResponseBytes}
+ * (retries get its status with {@link IdempotencyProblem#RESPONSE_NOT_STORED}; this client the
+ * error handlers' answer).
  *
  * <p>Nothing that happens after the application answered makes it run again. Its response is
  * held back until the outcome is stored, then sent: a client that hangs up mid-answer, or retries
@@ -229,7 +234,7 @@ public final class IdempotencyWebFilter implements WebFilter {
         .flatMap(identity -> identity.isEmpty()
             ? Problems.send(exchange, IdempotencyProblem.TENANT_UNKNOWN,
                 HttpIdempotency.tenantUnknownDetail(keyHeader))
-            : CachedBody.read(request, maxRequestBytes)
+            : CachedBody.read(exchange, maxRequestBytes)
                 .map(Optional::of)
                 .defaultIfEmpty(Optional.empty())
                 .flatMap(body -> body.isEmpty()
@@ -259,7 +264,12 @@ public final class IdempotencyWebFilter implements WebFilter {
     volatile CapturingResponse capture;
     /** Set once the application's chain completed without an error. */
     volatile boolean returned;
+    /** An error out of the application's chain after it answered (a later filter, a codec). */
+    volatile Throwable lateError;
+    /** Set when the key was completed with the not-stored marker for {@link #lateError}. */
+    volatile boolean settledWithoutResponse;
   }
+
 
   private Mono<Void> handle(ServerWebExchange exchange, ServerWebExchange withBody,
       WebFilterChain chain, IdempotencyKey key, Fingerprint fingerprint) {
@@ -278,7 +288,30 @@ public final class IdempotencyWebFilter implements WebFilter {
             // Subscribed here, apart from the client's connection: a client that leaves while
             // the application runs cancels neither the application nor storing its outcome.
             return Mono.defer(() -> chain.filter(app))
+                .onErrorResume(error -> {
+                  if (!capture.answered()) {
+                    return Mono.error(error); // before the answer: a failure of the work
+                  }
+                  run.lateError = error; // after it: the work ran, never run it again
+                  return Mono.empty();
+                })
                 .then(Mono.fromCallable(() -> {
+                  Throwable late = run.lateError;
+                  if (late != null && !capture.complete()) {
+                    LOG.log(System.Logger.Level.WARNING, () -> "the application's answer to "
+                        + describe(exchange, key) + " failed part-way (" + late + "); the key"
+                        + " is completed with its status and headers, without the body;"
+                        + " retries get " + IdempotencyProblem.RESPONSE_NOT_STORED.type());
+                    run.settledWithoutResponse = true;
+                    // As the over-the-bound answer: settled, never run again (whatever status).
+                    return new StoredResponse(capture.status(),
+                        storedHeaders(capture.getHeaders()), new byte[0], false);
+                  }
+                  if (late != null) {
+                    LOG.log(System.Logger.Level.WARNING, () -> "an error followed the"
+                        + " application's complete answer to " + describe(exchange, key)
+                        + " (" + late + "); the answer is stored and sent", late);
+                  }
                   run.returned = true;
                   return stored(attempt, exchange.getRequest(), capture);
                 }))
@@ -290,8 +323,11 @@ public final class IdempotencyWebFilter implements WebFilter {
       return Mono.fromFuture(claimed, true)
           .flatMap(result -> result.replayed()
               ? replay(exchange, result.value(), key)
+              : run.settledWithoutResponse ? Mono.<Void>error(run.lateError)
               : sendHeld(run.capture, exchange, key))
-          .onErrorResume(error -> failed(exchange, key, run, unwrap(error)));
+          // the error after a cut-short answer: the error handlers answer it (a 500)
+          .onErrorResume(error -> error == run.lateError && run.settledWithoutResponse
+              ? Mono.error(error) : failed(exchange, key, run, unwrap(error)));
     });
   }
 

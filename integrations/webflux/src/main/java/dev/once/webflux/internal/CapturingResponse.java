@@ -12,6 +12,7 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.ResponseCookie;
 import org.springframework.http.server.reactive.ServerHttpResponse;
 import org.springframework.http.server.reactive.ServerHttpResponseDecorator;
+import org.springframework.util.CollectionUtils;
 import org.springframework.util.LinkedMultiValueMap;
 import org.springframework.util.MultiValueMap;
 import reactor.core.publisher.BaseSubscriber;
@@ -48,6 +49,14 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
   private volatile boolean overflowed;
   private volatile boolean clientGone;
   private volatile boolean sent;
+  /**
+   * Whether the application's answer is committed, as the server's response would be: a body
+   * write delivered its first buffer or completed, or {@code setComplete} was called. From then
+   * on status, headers and cookies are fixed, and another body write is refused.
+   */
+  private volatile boolean committed;
+  /** Whether a body write failed after delivering part of the body: what is held is cut short. */
+  private volatile boolean cutShort;
 
   public CapturingResponse(ServerHttpResponse client, int limit) {
     super(client);
@@ -60,16 +69,27 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
 
   @Override
   public HttpHeaders getHeaders() {
-    return headers;
+    // Read-only once committed, as the server's: a header set after that never reached the
+    // client without this filter, so it is neither sent nor stored.
+    return committed || sent ? HttpHeaders.readOnlyHttpHeaders(headers) : headers;
   }
 
   @Override
   public boolean setStatusCode(HttpStatusCode status) {
-    if (sent) {
+    if (committed || sent) {
       return false;
     }
     this.status = status;
     return true;
+  }
+
+  /**
+   * Every way a status can be set goes through here: {@code ServerHttpResponse}'s default would
+   * reach the decorated response and bypass the capture.
+   */
+  @Override
+  public boolean setRawStatusCode(Integer value) {
+    return setStatusCode(value == null ? null : HttpStatusCode.valueOf(value));
   }
 
   @Override
@@ -79,22 +99,37 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
 
   @Override
   public MultiValueMap<String, ResponseCookie> getCookies() {
-    return cookies;
+    return committed || sent ? CollectionUtils.unmodifiableMultiValueMap(cookies) : cookies;
   }
 
   @Override
   public void addCookie(ResponseCookie cookie) {
+    if (committed || sent) {
+      throw new IllegalStateException("Can't add the cookie " + cookie
+          + " because the HTTP response has already been committed");
+    }
     cookies.add(cookie.getName(), cookie);
   }
 
   @Override
   public boolean isCommitted() {
-    return sent;
+    return committed || sent;
   }
 
+  /**
+   * Holds the body. A second write once the answer is committed is refused with an error and
+   * writes nothing, as the server refuses it: the client gets the first body only.
+   */
   @Override
   public Mono<Void> writeWith(Publisher<? extends DataBuffer> body) {
-    return Mono.create(done -> Flux.from(body).subscribe(new Holder(done)));
+    return Mono.defer(() -> {
+      if (committed || sent) {
+        return Flux.from(body).doOnNext(DataBufferUtils::release)
+            .then(Mono.error(new IllegalStateException(
+                "the response body was already written; a second body is not sent")));
+      }
+      return Mono.create(done -> Flux.from(body).subscribe(new Holder(done)));
+    });
   }
 
   @Override
@@ -104,7 +139,21 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
 
   @Override
   public Mono<Void> setComplete() {
-    return Mono.empty();
+    return Mono.fromRunnable(() -> committed = true);
+  }
+
+  /**
+   * Whether the application answered: a body write delivered a buffer or completed, or it called
+   * {@code setComplete}. An error after that is an error after the work, never a reason to run
+   * it again.
+   */
+  public boolean answered() {
+    return committed || overflowed;
+  }
+
+  /** Whether what the application answered is whole: no body write failed part-way. */
+  public boolean complete() {
+    return answered() && !cutShort;
   }
 
   /** The status the application set, 200 if none. */
@@ -170,6 +219,8 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
     private volatile FluxSink<DataBuffer> out;
     /** The application's own failure while streaming past the bound. */
     private volatile Throwable failure;
+    /** Whether this write delivered a buffer. */
+    private volatile boolean received;
 
     Holder(MonoSink<Void> done) {
       this.done = done;
@@ -183,6 +234,8 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
 
     @Override
     protected void hookOnNext(DataBuffer buffer) {
+      received = true;
+      committed = true;
       FluxSink<DataBuffer> sink = out;
       if (sink != null) {
         sink.next(buffer);
@@ -212,7 +265,11 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
     /** Past the bound: the head, what was held and this buffer go out, then the rest as written. */
     private void stream(byte[] prefix, DataBuffer first) {
       commitHead();
-      // The length is unknown from here: whatever the application declared may not hold.
+      // Sent chunked, whatever length the application declared: the last chunk goes out only
+      // when the filter's answer completes, after the outcome is stored, so a client that has
+      // the whole answer never retries into a key still in progress. (The declared length may
+      // not hold either.)
+      client.getHeaders().remove(HttpHeaders.CONTENT_LENGTH);
       List<DataBuffer> start = new ArrayList<>(2);
       if (prefix.length > 0) {
         start.add(client.bufferFactory().wrap(prefix));
@@ -243,6 +300,7 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
 
     @Override
     protected void hookOnComplete() {
+      committed = true;
       FluxSink<DataBuffer> sink = out;
       if (sink != null) {
         sink.complete();
@@ -253,6 +311,9 @@ public final class CapturingResponse extends ServerHttpResponseDecorator {
 
     @Override
     protected void hookOnError(Throwable error) {
+      if (received) {
+        cutShort = true;
+      }
       FluxSink<DataBuffer> sink = out;
       if (sink != null) {
         failure = error;
