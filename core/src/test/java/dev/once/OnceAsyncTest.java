@@ -322,23 +322,13 @@ class OnceAsyncTest {
   @Test
   void aStoreWithItsOwnAsynchronousClaimIsClaimedThroughItNeverBlocking() {
     List<String> calls = new CopyOnWriteArrayList<>();
-    dev.once.spi.IdempotencyStore asyncStore = (dev.once.spi.IdempotencyStore)
-        java.lang.reflect.Proxy.newProxyInstance(
-            dev.once.spi.IdempotencyStore.class.getClassLoader(),
-            new Class<?>[] {dev.once.spi.IdempotencyStore.class}, (proxy, method, args) -> {
-              calls.add(method.getName());
-              if (method.getName().equals("claim")) {
-                throw new AssertionError("the blocking claim was called");
-              }
-              if (method.getName().equals("claimAsync")) {
-                return CompletableFuture.completedFuture(store.claim((ClaimRequest) args[0]));
-              }
-              try {
-                return method.invoke(store, args);
-              } catch (java.lang.reflect.InvocationTargetException e) {
-                throw e.getCause();
-              }
-            });
+    dev.once.spi.IdempotencyStore asyncStore = overriding(store, (method, args) -> {
+      calls.add(method);
+      if (method.equals("claim")) {
+        throw new AssertionError("the blocking claim was called");
+      }
+      return method.equals("claimAsync") ? claimedAtOnce(args) : FORWARD;
+    });
     Once once = Once.builder(asyncStore).clock(clock).lease(LEASE).asyncExecutor(executor)
         .build();
 
@@ -354,19 +344,8 @@ class OnceAsyncTest {
   void aClaimAnsweredAtOnceIsToldOnTheExecutorNeverOnTheCallersThread() throws Exception {
     // A native asynchronous claim may answer before the caller returns (here: at once); the
     // listener must still not hear of it on the caller's thread, an event loop in WebFlux.
-    dev.once.spi.IdempotencyStore answersAtOnce = (dev.once.spi.IdempotencyStore)
-        java.lang.reflect.Proxy.newProxyInstance(
-            dev.once.spi.IdempotencyStore.class.getClassLoader(),
-            new Class<?>[] {dev.once.spi.IdempotencyStore.class}, (proxy, method, args) -> {
-              if (method.getName().equals("claimAsync")) {
-                return CompletableFuture.completedFuture(store.claim((ClaimRequest) args[0]));
-              }
-              try {
-                return method.invoke(store, args);
-              } catch (java.lang.reflect.InvocationTargetException e) {
-                throw e.getCause();
-              }
-            });
+    dev.once.spi.IdempotencyStore answersAtOnce = overriding(store,
+        (method, args) -> method.equals("claimAsync") ? claimedAtOnce(args) : FORWARD);
     List<String> toldOn = new CopyOnWriteArrayList<>();
     ExecutorService pool = Executors.newSingleThreadExecutor(r -> new Thread(r, "store-thread"));
     try {
@@ -490,11 +469,31 @@ class OnceAsyncTest {
 
   /** {@code store}, its completions failing as an outage would, nothing written. */
   static dev.once.spi.IdempotencyStore failingCompletions(InMemoryStore store) {
+    return overriding(store, (method, args) -> {
+      if (method.startsWith("complete")) {
+        throw new StoreUnavailableException("connection reset", null, false);
+      }
+      return FORWARD;
+    });
+  }
+
+  /** What a {@link StoreCallOverride} returns to leave a call to the store underneath. */
+  private static final Object FORWARD = new Object();
+
+  /** Answers a store call by its method's name, or returns {@link #FORWARD}. */
+  interface StoreCallOverride {
+    Object answer(String method, Object[] args) throws Throwable;
+  }
+
+  /** {@code store}, each call first offered to {@code override}. */
+  static dev.once.spi.IdempotencyStore overriding(dev.once.spi.IdempotencyStore store,
+      StoreCallOverride override) {
     return (dev.once.spi.IdempotencyStore) java.lang.reflect.Proxy.newProxyInstance(
         dev.once.spi.IdempotencyStore.class.getClassLoader(),
         new Class<?>[] {dev.once.spi.IdempotencyStore.class}, (proxy, method, args) -> {
-          if (method.getName().startsWith("complete")) {
-            throw new StoreUnavailableException("connection reset", null, false);
+          Object answer = override.answer(method.getName(), args);
+          if (answer != FORWARD) {
+            return answer;
           }
           try {
             return method.invoke(store, args);
@@ -502,5 +501,10 @@ class OnceAsyncTest {
             throw e.getCause();
           }
         });
+  }
+
+  /** A native asynchronous claim that answers at once, deciding through the in-memory store. */
+  private CompletableFuture<dev.once.spi.Claim> claimedAtOnce(Object[] args) {
+    return CompletableFuture.completedFuture(store.claim((ClaimRequest) args[0]));
   }
 }

@@ -129,4 +129,32 @@ public final class HttpIdempotency {
         + " response was larger than the server stores (" + maxResponseBytes + " bytes): only"
         + " its status and headers are replayed";
   }
+
+  /**
+   * What an adapter stores for a response it captured: {@code whole}, or — when its body
+   * overflowed {@code maxResponseBytes}, or with its headers it is larger than the Once's
+   * {@code maxPayloadBytes} — its status and headers alone, so the request is finished and a
+   * retry is answered {@link IdempotencyProblem#RESPONSE_NOT_STORED} instead of running it again.
+   * The second case is logged as a warning on {@code log}, naming {@code what} (e.g. "response
+   * to POST /charges (key …)"); so is the first.
+   */
+  public static StoredResponse storable(StoredResponse whole, boolean overflowed,
+      int maxResponseBytes, int maxPayloadBytes, System.Logger log,
+      java.util.function.Supplier<String> what) {
+    if (overflowed) {
+      log.log(System.Logger.Level.WARNING, () -> what.get() + ": the body is larger than"
+          + " maxResponseBytes (" + maxResponseBytes + "); stored without it, retries get "
+          + IdempotencyProblem.RESPONSE_NOT_STORED.type());
+      return whole.withoutBody();
+    }
+    long size = StoredResponseCodec.encodedSize(whole);
+    if (size > maxPayloadBytes) {
+      log.log(System.Logger.Level.WARNING, () -> what.get() + ": stored with its headers it is "
+          + size + " bytes, more than the Once's maxPayloadBytes (" + maxPayloadBytes
+          + "); stored without its body, retries get "
+          + IdempotencyProblem.RESPONSE_NOT_STORED.type());
+      return whole.withoutBody();
+    }
+    return whole;
+  }
 }

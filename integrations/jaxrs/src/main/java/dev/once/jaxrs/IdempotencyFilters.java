@@ -428,23 +428,9 @@ final class IdempotencyFilters
   /** What the call stores for this response: the response, or a reason not to store it. */
   private static StoredResponse verdict(Protection p, int status, List<StoredResponse.Header> headers,
       byte[] body, boolean overflowed) {
-    StoredResponse whole = new StoredResponse(status, headers, body);
-    if (overflowed) {
-      LOG.log(System.Logger.Level.WARNING, () -> "response with status " + status
-          + ": the body is larger than maxResponseBytes (" + p.maxResponseBytes()
-          + "); stored without it, retries get " + IdempotencyProblem.RESPONSE_NOT_STORED.type());
-      return whole.withoutBody();
-    }
-    long size = StoredResponseCodec.encodedSize(whole);
-    int bound = p.once().config().maxPayloadBytes();
-    if (size > bound) {
-      LOG.log(System.Logger.Level.WARNING, () -> "response with status " + status
-          + ": stored with its headers it is " + size + " bytes, more than the Once's"
-          + " maxPayloadBytes (" + bound + "); stored without its body, retries get "
-          + IdempotencyProblem.RESPONSE_NOT_STORED.type());
-      return whole.withoutBody();
-    }
-    return whole;
+    return HttpIdempotency.storable(new StoredResponse(status, headers, body), overflowed,
+        p.maxResponseBytes(), p.once().config().maxPayloadBytes(), LOG,
+        () -> "response with status " + status);
   }
 
   /**

@@ -429,27 +429,10 @@ public final class IdempotencyWebFilter implements WebFilter {
       throw new ResponseNotStored("status " + status + " is retryable",
           System.Logger.Level.DEBUG);
     }
-    StoredResponse whole = new StoredResponse(status, storedHeaders(capture.getHeaders()),
-        capture.body());
-    // Too large to store whole: store the status and headers, so the request is finished and a
-    // retry is told so instead of running it again.
-    if (capture.overflowed()) {
-      LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request,
-          attempt.idempotencyKey()) + ": the body is larger than maxResponseBytes ("
-          + maxResponseBytes + "); stored without it, retries get "
-          + IdempotencyProblem.RESPONSE_NOT_STORED.type());
-      return whole.withoutBody();
-    }
-    long size = StoredResponseCodec.encodedSize(whole);
-    if (size > once.config().maxPayloadBytes()) {
-      LOG.log(System.Logger.Level.WARNING, () -> "response to " + describe(request,
-          attempt.idempotencyKey()) + ": stored with its headers it is " + size
-          + " bytes, more than the Once's maxPayloadBytes (" + once.config().maxPayloadBytes()
-          + "); stored without its body, retries get "
-          + IdempotencyProblem.RESPONSE_NOT_STORED.type());
-      return whole.withoutBody();
-    }
-    return whole;
+    return HttpIdempotency.storable(
+        new StoredResponse(status, storedHeaders(capture.getHeaders()), capture.body()),
+        capture.overflowed(), maxResponseBytes, once.config().maxPayloadBytes(), LOG,
+        () -> "response to " + describe(request, attempt.idempotencyKey()));
   }
 
   private List<StoredResponse.Header> storedHeaders(HttpHeaders response) {
