@@ -35,6 +35,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
@@ -327,6 +328,19 @@ public final class RedisStore implements IdempotencyStore {
   @Override
   public Claim claim(ClaimRequest request) {
     return engine.claim(request);
+  }
+
+  /**
+   * {@link #claim} without blocking, natively: the same {@code SET … NX GET PX} (and, when the
+   * record must change, the compare-and-set), each sent when the answer before it came, decided on
+   * Lettuce's thread, within the command timeout; the replica wait too when the store has one.
+   * {@code blocking} is used only while the store has no connection (before a first call opened
+   * it, after a switch of primaries), to open one, and to read back and release a claim whose
+   * write went unanswered.
+   */
+  @Override
+  public CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
+    return engine.claimAsync(request, blocking);
   }
 
   /**

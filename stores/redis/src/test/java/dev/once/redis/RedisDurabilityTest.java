@@ -42,7 +42,29 @@ class RedisDurabilityTest {
           assertThat((String) replica.call("GET", recordKey(store, key))).startsWith("2 C ");
         }
 
+        // The native asynchronous claim waits for the replica too, without blocking a thread.
+        IdempotencyKey async = IdempotencyKey.of("wait", "async");
+        store.claimAsync(new ClaimRequest(async, Fingerprint.of("p"), Instant.now(),
+            Duration.ofSeconds(30), Duration.ofHours(1)), task -> {
+              throw new AssertionError("the claim needed a blocking thread");
+            }).toCompletableFuture().join();
+        assertThat((String) replica.call("GET", recordKey(store, async))).isNotNull();
+
         replica.kill();
+        IdempotencyKey lonelyAsync = IdempotencyKey.of("wait", "lonely-async");
+        assertThat(impatient.find(lonelyAsync)).isEmpty(); // connected: the claim goes natively
+        assertThat(impatient.claimAsync(new ClaimRequest(lonelyAsync, Fingerprint.of("p"),
+            Instant.now(), Duration.ofSeconds(30), Duration.ofHours(1)), task -> {
+              throw new AssertionError("the claim needed a blocking thread");
+            })
+            .toCompletableFuture())
+            .failsWithin(Duration.ofSeconds(30))
+            .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+            .havingCause().isInstanceOfSatisfying(StoreUnavailableException.class, e -> {
+              assertThat(e).hasMessageContaining(
+                  "only 0 of 1 replicas acknowledged the claim of wait/lonely-async");
+              assertThat(e.mayHaveBeenApplied()).isTrue();
+            });
         IdempotencyKey lonely = IdempotencyKey.of("wait", "lonely");
         assertThatThrownBy(() -> impatient.claim(new ClaimRequest(lonely, Fingerprint.of("p"),
             Instant.now(), Duration.ofSeconds(30), Duration.ofHours(1))))

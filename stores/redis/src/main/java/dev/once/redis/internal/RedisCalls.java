@@ -48,6 +48,11 @@ final class RedisCalls implements AutoCloseable {
     return connector.access(what);
   }
 
+  /** The open connection, or null while there is none ({@link RedisConnector#opened}). */
+  RedisAccess opened() {
+    return connector.opened();
+  }
+
   /** A command's reply; a command that cannot even be queued fails the reply, never the caller. */
   static <T> CompletableFuture<T> send(Supplier<? extends CompletionStage<T>> command) {
     try {
@@ -106,11 +111,34 @@ final class RedisCalls implements AutoCloseable {
       throw mayHaveBeenApplied(e);
     }
     if (acknowledged < replicas) {
-      throw new StoreUnavailableException("only " + acknowledged + " of " + replicas
-          + " replicas acknowledged the " + what + " within " + replicaTimeout.toMillis()
-          + " ms (" + description() + "); the write is on the primary and may survive,"
-          + " retry as for any store error", null, true);
+      throw tooFewReplicas(acknowledged, replicas, what);
     }
+  }
+
+  /** {@link #awaitReplicas(RedisAccess, List, String)} without blocking, as {@link #within}. */
+  CompletableFuture<Void> awaitReplicasAsync(RedisAccess redis, List<byte[]> keys, String what) {
+    int replicas = this.replicas;
+    if (replicas == 0) {
+      return CompletableFuture.completedFuture(null);
+    }
+    return within(send(() -> redis.waitForReplicas(keys, replicas, replicaTimeout)),
+        timeout.toNanos() + replicaTimeout.toNanos(), "WAIT after " + what)
+        .handle((acknowledged, failure) -> {
+          if (failure != null) {
+            throw mayHaveBeenApplied((StoreUnavailableException) unwrap(failure));
+          }
+          if (acknowledged < replicas) {
+            throw tooFewReplicas(acknowledged, replicas, what);
+          }
+          return null;
+        });
+  }
+
+  private StoreUnavailableException tooFewReplicas(long acknowledged, int replicas, String what) {
+    return new StoreUnavailableException("only " + acknowledged + " of " + replicas
+        + " replicas acknowledged the " + what + " within " + replicaTimeout.toMillis()
+        + " ms (" + description() + "); the write is on the primary and may survive,"
+        + " retry as for any store error", null, true);
   }
 
   /** {@code e}, saying that the call may have been applied. */
@@ -157,6 +185,27 @@ final class RedisCalls implements AutoCloseable {
     }
   }
 
+  /**
+   * {@link #await} without blocking: the reply, or within the command timeout the failure that
+   * {@code await} would throw (a command left unanswered is cancelled, as there). Completes on
+   * Lettuce's thread (or the timer's): what follows must be quick and must not block.
+   */
+  <T> CompletableFuture<T> within(CompletableFuture<T> reply, String what) {
+    return within(reply, timeout.toNanos(), what);
+  }
+
+  private <T> CompletableFuture<T> within(CompletableFuture<T> reply, long nanos, String what) {
+    return reply.copy().orTimeout(nanos, TimeUnit.NANOSECONDS)
+        .exceptionallyCompose(e -> {
+          Throwable cause = unwrap(e);
+          if (cause instanceof TimeoutException) {
+            reply.cancel(true);
+            return CompletableFuture.failedFuture(timedOut(what, cause));
+          }
+          return CompletableFuture.failedFuture(unavailable(what, cause));
+        });
+  }
+
   private StoreUnavailableException timedOut(String what, Throwable cause) {
     return new StoreUnavailableException("Redis (" + description() + ") did not answer the "
         + what + " within the command timeout of " + timeout.toMillis() + " ms", cause);
@@ -174,7 +223,8 @@ final class RedisCalls implements AutoCloseable {
         + ": " + cause, cause, !(cause instanceof RedisCommandExecutionException));
   }
 
-  private static Throwable unwrap(Throwable e) {
+  /** The failure inside a {@link CompletionException} or {@link ExecutionException}. */
+  static Throwable unwrap(Throwable e) {
     Throwable t = e;
     while ((t instanceof CompletionException || t instanceof ExecutionException)
         && t.getCause() != null) {

@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * The claim protocol: {@code SET key new-record NX GET PX} creates a new key, or answers a replay,
@@ -68,6 +69,96 @@ final class RedisClaims {
       calls.awaitReplicas(acquired, "claim of " + request.key());
     }
     return batch.claims[0];
+  }
+
+  /**
+   * {@link #claim} without blocking: the same commands, each sent when the answer before it came,
+   * decided on Lettuce's thread (decoding and {@link ClaimRules#decide} only; nothing there
+   * blocks). Only what must wait goes to {@code blocking}: the first connection, opened while none
+   * is, and the read-back and release of a write whose answer was lost ({@link #release}).
+   */
+  CompletableFuture<Claim> claimAsync(ClaimRequest request, Executor blocking) {
+    Objects.requireNonNull(request, "request");
+    RedisAccess redis = calls.opened();
+    if (redis == null) {
+      return CompletableFuture.supplyAsync(() -> claim(request), blocking);
+    }
+    String what = "claim of " + request.key();
+    byte[] key = layout.record(request.key());
+    Batch batch = new Batch(List.of(request));
+    CompletableFuture<Claim> claimed;
+    try {
+      ClaimRules.Decision creation = ClaimRules.decide(null, request);
+      claimed = calls.within(send(() -> redis.commands().setGet(key,
+              RecordFormat.encode(creation.next()),
+              SetArgs.Builder.nx().px(Expiry.ttlMillis(request.expiresAt(), request.now())))), what)
+          .handle((previous, failure) -> {
+            if (failure != null) {
+              throw batch.failedAsync(failure, ((Claim.Acquired) creation.claim()).token());
+            }
+            // null: SET NX wrote the new record.
+            return previous == null ? CompletableFuture.completedFuture(creation.claim())
+                : swapAsync(redis, batch, key, previous, 0);
+          })
+          .thenCompose(claim -> claim);
+    } catch (RuntimeException e) {
+      claimed = CompletableFuture.failedFuture(e);
+    }
+    return claimed
+        .thenCompose(claim -> !(claim instanceof Claim.Acquired) ? CompletableFuture.completedFuture(
+            claim) : calls.awaitReplicasAsync(redis, List.of(key), what).thenApply(v -> claim))
+        .exceptionallyCompose(failure -> {
+          if (batch.unanswered.isEmpty()) {
+            return CompletableFuture.failedFuture(RedisCalls.unwrap(failure));
+          }
+          // A write whose answer was lost may have taken effect: read back and give it back, on a
+          // thread that may wait.
+          try {
+            return CompletableFuture.<Claim>supplyAsync(() -> {
+              throw batch.thrown(release(batch));
+            }, blocking);
+          } catch (RuntimeException refused) {
+            // No thread to release on: the write, if it took effect, waits for its lease to pass.
+            batch.failure.addSuppressed(refused);
+            return CompletableFuture.failedFuture(batch.thrown(false));
+          }
+        });
+  }
+
+  /**
+   * The compare-and-set rounds of {@link #settle} for one key, without blocking: decide on the
+   * record found, write by {@link Script#SWAP}, again on what it found if another writer came
+   * first.
+   */
+  private CompletableFuture<Claim> swapAsync(RedisAccess redis, Batch batch, byte[] key,
+      byte[] current, int round) {
+    ClaimRequest request = batch.requests.get(0);
+    if (round == MAX_SWAPS) {
+      return CompletableFuture.failedFuture(changedTooOften(request));
+    }
+    ClaimRules.Decision decision = ClaimRules.decide(
+        current == null ? null : RecordFormat.decode(request.key(), current), request);
+    if (decision.next() == null) {
+      return CompletableFuture.completedFuture(decision.claim());
+    }
+    return calls.within(RedisCalls.swap(redis, key, current, RecordFormat.encode(decision.next()),
+            Expiry.ttlMillis(decision.next().expiresAt(), request.now())),
+            "claim of " + request.key())
+        .handle((reply, failure) -> {
+          if (failure != null) {
+            throw batch.failedAsync(failure, ((Claim.Acquired) decision.claim()).token());
+          }
+          return number(reply.get(0)) == 1L ? CompletableFuture.completedFuture(decision.claim())
+              : swapAsync(redis, batch, key, reply.size() > 1 ? bytes(reply.get(1)) : null,
+                  round + 1);
+        })
+        .thenCompose(claim -> claim);
+  }
+
+  private StoreUnavailableException changedTooOften(ClaimRequest request) {
+    return new StoreUnavailableException("the record of " + request.key() + " changed under "
+        + MAX_SWAPS + " claims in a row (" + calls.description() + "); retry as for any store"
+        + " error", null, false);
   }
 
   /**
@@ -151,6 +242,23 @@ final class RedisClaims {
     }
 
     /**
+     * A write of request 0 that failed, on the asynchronous path: recorded as {@link #failed} does
+     * (with the token the write gave), and returned to be thrown.
+     */
+    RuntimeException failedAsync(Throwable failure, long token) {
+      Throwable cause = RedisCalls.unwrap(failure);
+      if (cause instanceof StoreUnavailableException e) {
+        failed(e, 0, token);
+        return e;
+      }
+      RuntimeException e = cause instanceof RuntimeException r ? r
+          : new StoreUnavailableException("the claim of " + requests.get(0).key() + " failed: "
+              + cause, cause);
+      failed(e);
+      return e;
+    }
+
+    /**
      * The failure to throw: a {@link StoreUnavailableException} says it may have been applied when
      * anything of the batch was (or may have been) written, {@code released} included.
      */
@@ -215,10 +323,7 @@ final class RedisClaims {
     }
     for (int round = 0; !swaps.isEmpty() && batch.failure == null; round++) {
       if (round == MAX_SWAPS) {
-        batch.failed(new StoreUnavailableException("the record of "
-            + batch.requests.get(swaps.get(0).index).key() + " changed under " + MAX_SWAPS
-            + " claims in a row (" + calls.description() + "); retry as for any store error",
-            null, false));
+        batch.failed(changedTooOften(batch.requests.get(swaps.get(0).index)));
         return;
       }
       for (Swap swap : swaps) {

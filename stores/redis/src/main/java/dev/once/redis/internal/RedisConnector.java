@@ -69,6 +69,15 @@ public final class RedisConnector implements AutoCloseable {
     return open != null ? open : connect(what);
   }
 
+  /**
+   * The open connection, or null while there is none (not yet opened, reopening, closed): for a
+   * caller that must not block, which then goes the blocking way ({@link #access}) on a thread that
+   * may.
+   */
+  public RedisAccess opened() {
+    return access;
+  }
+
   private RedisAccess connect(String what) {
     CompletableFuture<RedisAccess> pending;
     long opened;

@@ -45,6 +45,11 @@ public final class RedisEngine implements AutoCloseable {
     return claims.claim(request);
   }
 
+  public java.util.concurrent.CompletableFuture<Claim> claimAsync(ClaimRequest request,
+      java.util.concurrent.Executor blocking) {
+    return claims.claimAsync(request, blocking);
+  }
+
   public List<Claim> claimAll(List<ClaimRequest> requests) {
     return claims.claimAll(requests);
   }
