@@ -341,6 +341,82 @@ class OnceAsyncTest {
   }
 
   @Test
+  void aStoreWithItsOwnAsynchronousCompletionStoresThroughItAndTheAnswerWaitsForIt() {
+    List<Object[]> completions = new CopyOnWriteArrayList<>();
+    CompletableFuture<Void> written = new CompletableFuture<>();
+    dev.once.spi.IdempotencyStore asyncStore = overriding(store, (method, args) -> {
+      if (method.equals("complete")) {
+        throw new AssertionError("the blocking complete was called");
+      }
+      if (method.equals("completeAsync")) {
+        completions.add(args);
+        return written;
+      }
+      return FORWARD;
+    });
+    Once once = Once.builder(asyncStore).clock(clock).lease(LEASE).asyncExecutor(executor)
+        .build();
+
+    CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(),
+        charge(CompletableFuture.completedFuture("charged")));
+    executor.runAll();
+    assertThat(completions).hasSize(1);
+    assertThat(answer).as("held until the store says the outcome is stored").isNotDone();
+
+    Object[] c = completions.get(0);
+    store.complete((IdempotencyKey) c[0], (long) c[1], (dev.once.spi.Outcome) c[2],
+        (Instant) c[3], (Duration) c[4]);
+    written.complete(null);
+    assertThat(answer).as("told on the executor, not on the store's thread").isNotDone();
+    executor.runAll();
+
+    assertThat(answer.join().value()).isEqualTo("charged");
+    assertThat(record().status()).isEqualTo(Status.COMPLETED);
+  }
+
+  @Test
+  void anAsynchronousCompletionThatFailsIsRetriedAsTheBlockingCallRetries() {
+    List<String> calls = new CopyOnWriteArrayList<>();
+    List<Duration> pauses = new CopyOnWriteArrayList<>();
+    dev.once.spi.IdempotencyStore asyncStore = overriding(store, (method, args) -> {
+      calls.add(method);
+      return method.equals("completeAsync") ? CompletableFuture.failedFuture(
+          new StoreUnavailableException("connection reset", null, true)) : FORWARD;
+    });
+    Once once = Once.builder(asyncStore).clock(clock).lease(LEASE).asyncExecutor(executor)
+        .sleeper(pauses::add).build();
+
+    CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(),
+        charge(CompletableFuture.completedFuture("charged")));
+    executor.runAll();
+
+    assertThat(answer.join().value()).isEqualTo("charged");
+    assertThat(calls).containsSubsequence("completeAsync", "complete");
+    assertThat(pauses).as("after the first pause, as a blocking call's retry").hasSize(1);
+    assertThat(record().status()).isEqualTo(Status.COMPLETED);
+  }
+
+  @Test
+  void anAsynchronousCompletionRefusedForALostLeaseAnswersLeaseLostAndIsNotRetried() {
+    List<String> calls = new CopyOnWriteArrayList<>();
+    dev.once.spi.IdempotencyStore asyncStore = overriding(store, (method, args) -> {
+      calls.add(method);
+      return method.equals("completeAsync") ? CompletableFuture.failedFuture(
+          new LeaseLostException((IdempotencyKey) args[0], (long) args[1])) : FORWARD;
+    });
+    Once once = Once.builder(asyncStore).clock(clock).lease(LEASE).asyncExecutor(executor)
+        .build();
+
+    CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(),
+        charge(CompletableFuture.completedFuture("charged")));
+    executor.runAll();
+
+    assertThatThrownBy(answer::join).hasCauseInstanceOf(LeaseLostException.class);
+    assertThat(calls).contains("completeAsync").doesNotContain("complete");
+    assertThat(runs).hasValue(1);
+  }
+
+  @Test
   void aClaimAnsweredAtOnceIsToldOnTheExecutorNeverOnTheCallersThread() throws Exception {
     // A native asynchronous claim may answer before the caller returns (here: at once); the
     // listener must still not hear of it on the caller's thread, an event loop in WebFlux.

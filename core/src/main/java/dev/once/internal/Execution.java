@@ -241,15 +241,81 @@ public final class Execution {
     Outcome outcome = encodeOrMarker(events, key, acquired.token(), codec, value);
     try {
       storeOutcome(events, key, acquired.token(), outcome);
-    } catch (LeaseLostException e) {
-      events.tell(l -> l.onLeaseLost(key, acquired.token()));
-      throw e;
-    } catch (StoreUnavailableException e) {
-      throw outcomeUnknown(events, key, acquired.token(), e);
+    } catch (RuntimeException e) {
+      throw notStored(events, key, acquired.token(), e);
     }
+    return stored(events, key, acquired.token(), started, value);
+  }
+
+  /** The answer once the outcome of {@code value} is stored. */
+  private <T> Result<T> stored(CallEvents events, IdempotencyKey key, long token, long started,
+      T value) {
     Duration elapsed = Duration.ofNanos(events.now() - started);
-    events.tell(l -> l.onCompleted(key, acquired.token(), elapsed));
-    return new Result<>(value, false, acquired.token());
+    events.tell(l -> l.onCompleted(key, token, elapsed));
+    return new Result<>(value, false, token);
+  }
+
+  /** What the caller gets when storing the outcome failed with {@code e}. */
+  private RuntimeException notStored(CallEvents events, IdempotencyKey key, long token,
+      RuntimeException e) {
+    if (e instanceof LeaseLostException) {
+      events.tell(l -> l.onLeaseLost(key, token));
+      return e;
+    }
+    if (e instanceof StoreUnavailableException unavailable) {
+      return outcomeUnknown(events, key, token, unavailable);
+    }
+    return e;
+  }
+
+  /**
+   * {@link #succeeded} for the asynchronous path: the outcome written through the store's
+   * {@code completeAsync} (native where the store has one, so no thread waits for it), the answer
+   * completed on the executor. A write that fails retries as {@link #storeOutcome} does, blocking
+   * the executor's thread through its pauses; the coalesced completion and a committed failure go
+   * the blocking way.
+   */
+  private <T> void succeededAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
+      long started, AttemptImpl attempt, Scheduler.Task heartbeat, Codec<T> codec, T value,
+      CompletableFuture<Result<T>> answer) {
+    if (completions != null || attempt.committedFailure() != null) {
+      answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec, value));
+      return;
+    }
+    stop(heartbeat);
+    long token = acquired.token();
+    Outcome outcome = encodeOrMarker(events, key, token, codec, value);
+    StoreCalls calls = store.forCall(events);
+    java.util.concurrent.Executor executor = config.asyncExecutor();
+    long start = calls.start();
+    CompletionStage<Void> writing;
+    try {
+      // A refused task blocks the completing thread rather than leave the outcome unstored.
+      writing = calls.completeAsync(key, token, outcome, config.clock().instant(),
+          config.retention(), orHere(executor));
+    } catch (RuntimeException e) {
+      writing = CompletableFuture.failedFuture(e); // a store that threw instead: the same path
+    }
+    writing.whenCompleteAsync((stored, failure) -> {
+      calls.told("complete", start, failure == null);
+      try {
+        if (failure != null) {
+          Throwable cause = unwrap(failure);
+          if (!(cause instanceof StoreUnavailableException unavailable)) {
+            throw cause instanceof RuntimeException r ? r : new IllegalStateException(cause);
+          }
+          retryStoreOutcome(events, key, token, outcome, unavailable);
+        }
+      } catch (RuntimeException e) {
+        fail(events, answer, notStored(events, key, token, e));
+        return;
+      }
+      try {
+        answer.complete(stored(events, key, token, started, value));
+      } catch (RuntimeException e) {
+        fail(events, answer, e);
+      }
+    }, orHere(executor));
   }
 
   /**
@@ -278,7 +344,7 @@ public final class Execution {
         // thread (an event loop) nor on whichever thread completed the stage.
         calls.claimAsync(request(key, fingerprint), executor)
             .whenCompleteAsync((claim, failure) -> {
-              calls.toldClaim(start, failure == null);
+              calls.told("claim", start, failure == null);
               if (failure != null) {
                 fail(events, answer, unwrap(failure));
               } else {
@@ -337,8 +403,7 @@ public final class Execution {
         return;
       }
       try {
-        answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec,
-            value));
+        succeededAsync(events, key, acquired, started, attempt, heartbeat, codec, value, answer);
       } catch (Throwable t) {
         fail(events, answer, t);
       }
@@ -493,21 +558,40 @@ public final class Execution {
    */
   private void storeOutcome(CallEvents events, IdempotencyKey key, long token,
       Outcome outcome) {
-    for (int retry = 0; ; retry++) {
+    try {
+      writeOutcome(events, key, token, outcome);
+    } catch (StoreUnavailableException e) {
+      retryStoreOutcome(events, key, token, outcome, e);
+    }
+  }
+
+  /**
+   * After a first write of the outcome failed with {@code failure}: again after each of
+   * {@link #COMPLETION_RETRY_PAUSES}; the last failure is thrown.
+   */
+  private void retryStoreOutcome(CallEvents events, IdempotencyKey key, long token,
+      Outcome outcome, StoreUnavailableException failure) {
+    for (Duration pause : COMPLETION_RETRY_PAUSES) {
+      if (!pause(pause)) {
+        throw failure;
+      }
       try {
-        if (completions == null) {
-          store.forCall(events).complete(key, token, outcome, config.clock().instant(),
-              config.retention());
-        } else if (!shared(events, "complete",
-            () -> completions.call(new Completion(key, token, outcome)))) {
-          throw new LeaseLostException(key, token);
-        }
+        writeOutcome(events, key, token, outcome);
         return;
       } catch (StoreUnavailableException e) {
-        if (retry >= COMPLETION_RETRY_PAUSES.length || !pause(COMPLETION_RETRY_PAUSES[retry])) {
-          throw e;
-        }
+        failure = e;
       }
+    }
+    throw failure;
+  }
+
+  private void writeOutcome(CallEvents events, IdempotencyKey key, long token, Outcome outcome) {
+    if (completions == null) {
+      store.forCall(events).complete(key, token, outcome, config.clock().instant(),
+          config.retention());
+    } else if (!shared(events, "complete",
+        () -> completions.call(new Completion(key, token, outcome)))) {
+      throw new LeaseLostException(key, token);
     }
   }
 

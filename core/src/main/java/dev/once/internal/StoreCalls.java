@@ -38,7 +38,7 @@ final class StoreCalls {
   }
 
   /**
-   * {@link IdempotencyStore#claimAsync}, not yet told: the caller tells it with {@link #toldClaim}
+   * {@link IdempotencyStore#claimAsync}, not yet told: the caller tells it with {@link #told}
    * where it goes on from the answer (on its executor), so that the listener never hears of a
    * store call on the thread that asked, which may be an event loop, nor on a client's thread
    * that completed the stage.
@@ -48,18 +48,27 @@ final class StoreCalls {
     return store.claimAsync(request, blocking);
   }
 
-  /** The ticker's time, for {@link #toldClaim} (0 when nobody listens). */
+  /**
+   * {@link IdempotencyStore#completeAsync}, not yet told: as {@link #claimAsync}, the caller tells
+   * it with {@link #told} where it goes on from the answer.
+   */
+  java.util.concurrent.CompletionStage<Void> completeAsync(IdempotencyKey key, long token,
+      Outcome outcome, Instant now, Duration retention, java.util.concurrent.Executor blocking) {
+    return store.completeAsync(key, token, outcome, now, retention, blocking);
+  }
+
+  /** The ticker's time, for {@link #told} (0 when nobody listens). */
   long start() {
     return listener == NoListener.INSTANCE ? 0 : ticker.getAsLong();
   }
 
-  /** Tells an asynchronous claim made at {@code start} as a store call. */
-  void toldClaim(long start, boolean succeeded) {
+  /** Tells an asynchronous store call ({@code "claim"}, {@code "complete"}) made at {@code start}. */
+  void told(String operation, long start, boolean succeeded) {
     if (listener == NoListener.INSTANCE) {
       return;
     }
     Duration elapsed = Duration.ofNanos(ticker.getAsLong() - start);
-    Execution.notify(listener, l -> l.onStoreCall("claim", elapsed, succeeded));
+    Execution.notify(listener, l -> l.onStoreCall(operation, elapsed, succeeded));
   }
 
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,

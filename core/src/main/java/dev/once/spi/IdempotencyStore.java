@@ -114,6 +114,24 @@ public interface IdempotencyStore extends AutoCloseable {
   void complete(IdempotencyKey key, long token, Outcome outcome, Instant now, Duration retention);
 
   /**
+   * {@link #complete}, without blocking the caller: the same write, answered by the stage (or the
+   * stage completes exceptionally with what {@code complete} would throw, such as
+   * {@link LeaseLostException} or {@link StoreUnavailableException}).
+   * {@code Once.callAsync} stores a successful outcome through it. The default runs
+   * {@link #complete} on {@code blocking}; a store whose client is asynchronous overrides it and
+   * never blocks (Redis; DynamoDB, built with an asynchronous client). The conformance suite checks
+   * that it writes as {@code complete} does.
+   *
+   * @param blocking where to run a completion that blocks; a store that does not block ignores it
+   */
+  default CompletionStage<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
+      Instant now, Duration retention, Executor blocking) {
+    Objects.requireNonNull(key, "key");
+    return CompletableFuture.runAsync(() -> complete(key, token, outcome, now, retention),
+        blocking);
+  }
+
+  /**
    * Stores several final outcomes, as {@link #complete} does for each, in as few round trips as the
    * store allows (JDBC on PostgreSQL: one statement; Redis: one pipelined round trip per master).
    *

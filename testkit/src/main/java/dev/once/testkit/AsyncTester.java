@@ -1,18 +1,22 @@
 package dev.once.testkit;
 
+import static dev.once.testkit.StoreConformanceSuite.LEASE;
 import static dev.once.testkit.StoreConformanceSuite.RACERS;
+import static dev.once.testkit.StoreConformanceSuite.RETENTION;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.Codecs;
 import dev.once.FailurePolicy;
 import dev.once.IdempotencyKey;
 import dev.once.KeyReusedException;
+import dev.once.LeaseLostException;
 import dev.once.Once;
 import dev.once.ReplayedFailureException;
 import dev.once.RequestInProgressException;
 import dev.once.Result;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.Outcome;
 import dev.once.spi.Status;
 import java.io.IOException;
 import java.util.ArrayList;
@@ -103,6 +107,35 @@ abstract class AsyncTester extends ConformanceTester {
             r -> assertThat(r.outcome().body()).isEqualTo(text("done").body()));
     assertThat(await(store.claimAsync(request(key, OTHER_FP), storeThreads)
         .toCompletableFuture())).isInstanceOf(Claim.Mismatch.class);
+  }
+
+  @Test
+  void completeAsyncWritesAsCompleteDoes() throws Exception {
+    IdempotencyKey key = newKey();
+    long token = acquire(key).token();
+    Outcome done = text("done");
+
+    await(completeAsync(key, token, done));
+    await(completeAsync(key, token, done)); // repeated after it was applied: acknowledged
+    assertThat(record(key).status()).isEqualTo(Status.COMPLETED);
+    assertThat(claim(key)).isEqualTo(new Claim.Replay(done, token));
+
+    assertThat(failureOf(completeAsync(key, token, text("another outcome"))))
+        .as("another outcome under the same token").isInstanceOf(LeaseLostException.class);
+    IdempotencyKey stale = newKey();
+    long first = acquire(stale).token();
+    clock.advance(LEASE.plusSeconds(1));
+    long successor = acquire(stale).token();
+    assertThat(failureOf(completeAsync(stale, first, text("late"))))
+        .as("a stale token").isInstanceOf(LeaseLostException.class);
+    assertThat(record(stale).status()).isEqualTo(Status.IN_PROGRESS);
+    assertThat(record(stale).token()).isEqualTo(successor);
+  }
+
+  /** The store's {@code completeAsync}: its refusals too come through the stage, never thrown. */
+  private CompletableFuture<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome) {
+    return store.completeAsync(key, token, outcome, clock.instant(), RETENTION, storeThreads)
+        .toCompletableFuture();
   }
 
   @Test

@@ -43,8 +43,9 @@ import net.jqwik.api.lifecycle.BeforeProperty;
  *   <li>leave a record equal to the model's after every step,
  *   <li>recognise a re-sent claim as its claimant's own (Acquired, same token) and acknowledge a
  *       repeated completion or failure that was already applied,
- *   <li>decide the same through {@code claimAsync} (the claims of every other worker go through
- *       it, as {@code Once.callAsync}'s do) as through {@code claim}.
+ *   <li>decide the same through {@code claimAsync} and {@code completeAsync} (the claims and
+ *       completions of every other worker go through them, as {@code Once.callAsync}'s do) as
+ *       through {@code claim} and {@code complete}.
  * </ul>
  *
  * Extend it with a store over the real server, as for {@link StoreConformanceSuite}.
@@ -256,11 +257,11 @@ public abstract class StoreModelProperties {
       if (applied) {
         // Already applied: acknowledged, nothing changes.
         Optional<IdempotencyRecord> before = store.find(key(k));
-        writeCall(k, w).run();
+        writeCall(worker, k, w).run();
         assertThat(store.find(key(k))).as("a repeated write changes nothing").isEqualTo(before);
         return;
       }
-      write(worker, k, w.token(), writeCall(k, w), w.outcome() != null ? r -> {
+      write(worker, k, w.token(), writeCall(worker, k, w), w.outcome() != null ? r -> {
         r.status = Status.COMPLETED;
         r.outcome = w.outcome();
         r.expiresAt = w.now().plus(RETENTION);
@@ -275,8 +276,12 @@ public abstract class StoreModelProperties {
       });
     }
 
-    Runnable writeCall(int k, Write w) {
-      return w.outcome() != null
+    Runnable writeCall(int worker, int k, Write w) {
+      // Odd workers complete as Once.callAsync does, through completeAsync.
+      return w.outcome() != null && worker % 2 == 1
+          ? () -> awaited(store.completeAsync(key(k), w.token(), text(w.outcome()), w.now(),
+              RETENTION, Runnable::run))
+          : w.outcome() != null
           ? () -> store.complete(key(k), w.token(), text(w.outcome()), w.now(), RETENTION)
           : w.release()
           ? () -> store.release(key(k), w.token(), w.error(), w.now(), RETENTION)
@@ -285,8 +290,13 @@ public abstract class StoreModelProperties {
 
     /** {@code claimAsync}, awaited; its failure thrown as {@code claim} would throw it. */
     Claim claimAsync(ClaimRequest request) {
+      return awaited(store.claimAsync(request, Runnable::run));
+    }
+
+    /** The stage's value; its failure thrown as the blocking call would throw it. */
+    <T> T awaited(java.util.concurrent.CompletionStage<T> stage) {
       try {
-        return store.claimAsync(request, Runnable::run).toCompletableFuture().join();
+        return stage.toCompletableFuture().join();
       } catch (java.util.concurrent.CompletionException e) {
         throw e.getCause() instanceof RuntimeException r ? r : e;
       }

@@ -399,8 +399,20 @@ public final class DynamoDbStore implements IdempotencyStore {
    */
   @Override
   public CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
-    return engine.canClaimAsync() ? engine.claimAsync(request)
+    return engine.hasAsyncClient() ? engine.claimAsync(request)
         : IdempotencyStore.super.claimAsync(request, blocking);
+  }
+
+  /**
+   * {@link #complete}: with an asynchronous client ({@link Builder#asyncClient}), the same
+   * conditional write on it, never blocking a thread. Without one: {@link #complete} on
+   * {@code blocking}.
+   */
+  @Override
+  public CompletionStage<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
+      Instant now, Duration retention, Executor blocking) {
+    return engine.hasAsyncClient() ? engine.completeAsync(key, token, outcome, now, retention)
+        : IdempotencyStore.super.completeAsync(key, token, outcome, now, retention, blocking);
   }
 
   /**

@@ -282,6 +282,31 @@ public final class NearCacheStore implements IdempotencyStore {
     learnCompleted(key, token, outcome, now, generation);
   }
 
+  /**
+   * As {@link #complete}, through the store's own {@code completeAsync} (native where the store
+   * has one): the outcome kept once the store answered that it is stored.
+   */
+  @Override
+  public CompletionStage<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
+      Instant now, Duration retention, Executor blocking) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(outcome, "outcome");
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(retention, "retention");
+    long generation = records.generation();
+    ownClaims.completing(key, token, OwnClaims.expiryBound(now, retention));
+    return store.completeAsync(key, token, outcome, now, retention, blocking)
+        .whenComplete((stored, failure) -> {
+          Throwable cause = failure instanceof java.util.concurrent.CompletionException
+              && failure.getCause() != null ? failure.getCause() : failure;
+          if (cause == null) {
+            learnCompleted(key, token, outcome, now, generation);
+          } else if (cause instanceof LeaseLostException) {
+            ownClaims.forget(key, token);
+          }
+        });
+  }
+
   /** Stores the outcomes; then keeps the records of those acquired through this store. */
   @Override
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,

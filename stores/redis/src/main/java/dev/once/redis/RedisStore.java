@@ -369,6 +369,17 @@ public final class RedisStore implements IdempotencyStore {
     return engine.completeAll(completions, now, retention);
   }
 
+  /**
+   * {@link #complete} without blocking, natively: the same fenced script and, when
+   * {@link Durability} asks for one, the same replica wait, answered on Lettuce's thread within
+   * the command timeout. {@code blocking} is used only while the store has no connection.
+   */
+  @Override
+  public CompletionStage<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
+      Instant now, Duration retention, Executor blocking) {
+    return engine.completeAsync(key, token, outcome, now, retention, blocking);
+  }
+
   @Override
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {

@@ -143,7 +143,7 @@ public final class DynamoDbEngine {
 
   /**
    * {@link #claim} on the asynchronous client, never blocking: the same protocol, its failures
-   * mapped as {@code claim} maps them. Only with an asynchronous client ({@link #canClaimAsync}).
+   * mapped as {@code claim} maps them. Only with an asynchronous client ({@link #hasAsyncClient}).
    */
   public CompletableFuture<Claim> claimAsync(ClaimRequest request) {
     Objects.requireNonNull(request, "request");
@@ -155,8 +155,11 @@ public final class DynamoDbEngine {
     });
   }
 
-  /** Whether {@link #claimAsync} may be called: the engine has an asynchronous client. */
-  public boolean canClaimAsync() {
+  /**
+   * Whether {@link #claimAsync} and {@link #completeAsync} may be called: the engine has an
+   * asynchronous client.
+   */
+  public boolean hasAsyncClient() {
     return asyncClient != null;
   }
 
@@ -282,6 +285,39 @@ public final class DynamoDbEngine {
 
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {
+    UpdateItemRequest request = completion(key, token, outcome, now, retention);
+    try {
+      client.updateItem(request);
+    } catch (RuntimeException e) {
+      completionFailed(e, key, token, outcome, true);
+    }
+  }
+
+  /**
+   * {@link #complete} on the asynchronous client, never blocking: the same write, its failures
+   * mapped as {@code complete} maps them. Only with an asynchronous client
+   * ({@link #hasAsyncClient}).
+   */
+  public CompletableFuture<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
+      Instant now, Duration retention) {
+    UpdateItemRequest request;
+    try {
+      request = completion(key, token, outcome, now, retention);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return asyncClient.updateItem(request).handle((updated, error) -> {
+      if (error != null) {
+        // On the SDK's thread: no read for the message's item size.
+        completionFailed(error, key, token, outcome, false);
+      }
+      return null;
+    });
+  }
+
+  /** The conditional write of a completion, its arguments checked first. */
+  private UpdateItemRequest completion(IdempotencyKey key, long token, Outcome outcome,
+      Instant now, Duration retention) {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(outcome, "outcome");
     Objects.requireNonNull(now, "now");
@@ -298,22 +334,32 @@ public final class DynamoDbEngine {
         .put(":now", n(EpochMicros.of(now)))
         .put(":expires_at", n(expiresAt))
         .put(":ttl", n(Ttl.seconds(expiresAt)));
-    try {
-      client.updateItem(update(key, complete, values, true));
-    } catch (ConditionalCheckFailedException e) {
+    return update(key, complete, values, true);
+  }
+
+  /**
+   * After a completion's write failed with {@code error}: returns if this very completion was
+   * applied before, else throws what {@link #complete} throws ({@code mayRead}: the item is read
+   * for the size a too-large outcome's message gives).
+   */
+  private void completionFailed(Throwable error, IdempotencyKey key, long token,
+      Outcome outcome, boolean mayRead) {
+    Throwable e = Errors.unwrap(error);
+    if (e instanceof ConditionalCheckFailedException refused) {
       // Acknowledged if this very completion was applied before (an SDK retry whose first answer
       // was lost, or the caller repeating it): decided from the item the failure returned.
-      if (!oldRecordIs(e, r -> r.isCompletedAs(token, outcome))) {
+      if (!oldRecordIs(refused, r -> r.isCompletedAs(token, outcome))) {
         throw new LeaseLostException(key, token);
       }
-    } catch (RuntimeException e) {
-      if (Errors.isItemTooLarge(e)) {
-        throw new PayloadTooLargeException("the record of " + key + " with this outcome (the"
-            + " checkpoint and the other attributes included)", itemSizeWith(key, outcome),
-            ITEM_SIZE_LIMIT);
-      }
-      throw Errors.map(e, table, "complete of " + key);
+      return;
     }
+    if (Errors.isItemTooLarge(e)) {
+      throw new PayloadTooLargeException("the record of " + key + " with this outcome (the"
+          + " checkpoint and the other attributes included)",
+          mayRead ? itemSizeWith(key, outcome) : outcome.size() + outcome.mediaType().length(),
+          ITEM_SIZE_LIMIT);
+    }
+    throw Errors.map(e, table, "complete of " + key);
   }
 
   public void fail(IdempotencyKey key, long token, String error, Instant now,

@@ -59,6 +59,12 @@ public final class RedisEngine implements AutoCloseable {
     writes.complete(key, token, outcome, now, retention);
   }
 
+  public java.util.concurrent.CompletableFuture<Void> completeAsync(IdempotencyKey key,
+      long token, Outcome outcome, Instant now, Duration retention,
+      java.util.concurrent.Executor blocking) {
+    return writes.completeAsync(key, token, outcome, now, retention, blocking);
+  }
+
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
       Duration retention) {
     return writes.completeAll(completions, now, retention);

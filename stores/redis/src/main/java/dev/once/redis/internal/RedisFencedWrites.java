@@ -66,6 +66,34 @@ final class RedisFencedWrites {
   }
 
   /**
+   * {@link #complete} without blocking: the same script, its reply and the replica wait awaited on
+   * Lettuce's thread within the command timeout; the executor given only when the store has no
+   * connection yet.
+   */
+  CompletableFuture<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
+      Instant now, Duration retention, java.util.concurrent.Executor blocking) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(outcome, "outcome");
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(retention, "retention");
+    RedisAccess redis = calls.opened();
+    if (redis == null) {
+      return CompletableFuture.runAsync(() -> complete(key, token, outcome, now, retention),
+          blocking);
+    }
+    if (outcome.size() > maxPayloadBytes) {
+      return CompletableFuture.failedFuture(
+          new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes));
+    }
+    String what = "complete of " + key;
+    byte[][] keys = {layout.record(key)};
+    return calls.within(completeAsync(redis, keys, token, outcome, now, retention), what)
+        .thenCompose(reply -> reply != 1L
+            ? CompletableFuture.failedFuture(new LeaseLostException(key, token))
+            : calls.awaitReplicasAsync(redis, List.of(keys[0]), what));
+  }
+
+  /**
    * Pipelined completions: every COMPLETE script is sent before any answer is awaited (one round
    * trip; in a cluster, one per master, in parallel), then one replica wait for the stored ones.
    * Each script is atomic on its own key; the batch as a whole is not.
