@@ -40,7 +40,7 @@ public final class OrdersResource {
   @Produces({MediaType.APPLICATION_JSON, Problem.MEDIA_TYPE})
   public Response place(OrderRequest request, @Context ContainerRequestContext context)
       throws SQLException {
-    if (request.customer() == null || request.quantity() <= 0
+    if (request.customer() == null || request.sku() == null || request.quantity() <= 0
         || !Orders.CATALOG.containsKey(request.sku())) {
       return Response.status(400).type(Problem.MEDIA_TYPE).entity(new Problem("Bad Request", 400,
           "a customer, a quantity above 0 and a sku of "

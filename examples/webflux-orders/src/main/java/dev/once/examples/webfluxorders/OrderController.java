@@ -38,7 +38,7 @@ public class OrderController {
   @PostMapping("/orders")
   public Mono<ResponseEntity<Object>> place(@RequestBody OrderRequest request,
       ServerWebExchange exchange) {
-    if (request.customer() == null || request.quantity() <= 0
+    if (request.customer() == null || request.sku() == null || request.quantity() <= 0
         || !Orders.CATALOG.containsKey(request.sku())) {
       return Mono.just(ResponseEntity.badRequest().body(ProblemDetail.forStatusAndDetail(
           HttpStatus.BAD_REQUEST, "a customer, a quantity above 0 and a sku of "

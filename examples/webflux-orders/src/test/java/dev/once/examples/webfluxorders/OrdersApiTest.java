@@ -108,6 +108,9 @@ class OrdersApiTest extends OrdersTestBase {
     assertThat(retry.statusCode()).isEqualTo(400);
     assertThat(retry.headers().firstValue("Idempotent-Replayed")).contains("true");
     assertThat(text(retry)).isEqualTo(text(first));
+    // No sku at all: the same 400, not a 500 from the catalog lookup.
+    assertThat(send(post("/orders", "order-no-sku", "{\"customer\":\"bob\",\"quantity\":1}"))
+        .statusCode()).isEqualTo(400);
   }
 
   @Test
