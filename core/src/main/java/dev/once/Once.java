@@ -434,6 +434,10 @@ public final class Once {
      * call in flight holds one of its threads while it talks to the store (never while its work
      * runs). The default: a virtual thread per task on Java 21 and later; before, a cached pool
      * of daemon threads named {@code once-async-N}, idle ones ending after a minute.
+     *
+     * <p>It must run each task on a thread of its own, never on the thread that hands it over: a
+     * store with an asynchronous client answers on that client's thread (an event loop), which
+     * must not wait for the store. A direct executor ({@code Runnable::run}) would make it wait.
      */
     public Builder asyncExecutor(java.util.concurrent.Executor executor) {
       config.asyncExecutor = Objects.requireNonNull(executor, "executor");

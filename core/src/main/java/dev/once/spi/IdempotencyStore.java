@@ -57,7 +57,9 @@ public interface IdempotencyStore extends AutoCloseable {
    * and never blocks (DynamoDB, built with an asynchronous client). The conformance suite checks
    * that it decides as {@code claim} does.
    *
-   * @param blocking where to run a claim that blocks; a store that does not block ignores it
+   * @param blocking where to run a claim that blocks; a store that does not block ignores it, or
+   *     hands it only what must wait (it may do so from its client's thread: the executor runs
+   *     each task on a thread of its own)
    */
   default CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
     Objects.requireNonNull(request, "request");

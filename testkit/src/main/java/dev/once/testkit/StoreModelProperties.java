@@ -55,6 +55,16 @@ public abstract class StoreModelProperties {
   private static final Duration LEASE = Duration.ofSeconds(10);
   private static final Duration RETENTION = Duration.ofSeconds(60);
   private static final int WORKERS = 3;
+  /**
+   * The executor the asynchronous calls are given, as {@code Once.Builder.asyncExecutor}'s: a
+   * thread of its own per task (a store may hand it work from its client's event loop).
+   */
+  private static final java.util.concurrent.Executor BLOCKING =
+      java.util.concurrent.Executors.newCachedThreadPool(task -> {
+        Thread thread = new Thread(task, "model-blocking");
+        thread.setDaemon(true);
+        return thread;
+      });
   private static final int KEYS = 2;
   private static final Fingerprint[] FINGERPRINTS = {Fingerprint.of("A"), Fingerprint.of("B")};
 
@@ -280,7 +290,7 @@ public abstract class StoreModelProperties {
       // Odd workers complete as Once.callAsync does, through completeAsync.
       return w.outcome() != null && worker % 2 == 1
           ? () -> awaited(store.completeAsync(key(k), w.token(), text(w.outcome()), w.now(),
-              RETENTION, Runnable::run))
+              RETENTION, BLOCKING))
           : w.outcome() != null
           ? () -> store.complete(key(k), w.token(), text(w.outcome()), w.now(), RETENTION)
           : w.release()
@@ -290,7 +300,7 @@ public abstract class StoreModelProperties {
 
     /** {@code claimAsync}, awaited; its failure thrown as {@code claim} would throw it. */
     Claim claimAsync(ClaimRequest request) {
-      return awaited(store.claimAsync(request, Runnable::run));
+      return awaited(store.claimAsync(request, BLOCKING));
     }
 
     /** The stage's value; its failure thrown as the blocking call would throw it. */

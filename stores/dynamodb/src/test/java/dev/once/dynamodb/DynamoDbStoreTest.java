@@ -696,6 +696,39 @@ class DynamoDbStoreTest {
     }
 
     @Test
+    void onTheAsynchronousClientAnSdkRetryOfAnAppliedClaimAndCompletionAreTheClaimantsOwn()
+        throws Exception {
+      LostAnswers lost = new LostAnswers(1);
+      try (DynamoDbAsyncClient asyncClient = LOCAL.newAsyncClient(lost)) {
+        DynamoDbStore s = DynamoDbStore.builder(LOCAL.client()).asyncClient(asyncClient)
+            .table(store.table()).build();
+        IdempotencyKey key = newKey();
+        ClaimRequest request = request(key, FP);
+        java.util.concurrent.Executor noBlocking = task -> {
+          throw new AssertionError("a blocking thread was asked for");
+        };
+
+        Claim claim = s.claimAsync(request, noBlocking).toCompletableFuture()
+            .get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(lost.attempts()).as("the SDK sent the claim again").isEqualTo(2);
+        long token = ((Claim.Acquired) claim).token();
+        assertThat(store.find(key).orElseThrow().claimId()).isEqualTo(request.claimId());
+
+        lost.loseNext(1);
+        Outcome outcome = Outcome.success("text/plain", new byte[] {42});
+        s.completeAsync(key, token, outcome, clock.instant(), RETENTION, noBlocking)
+            .toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(lost.attempts()).as("the SDK sent the completion again").isEqualTo(4);
+        assertThat(s.claim(request(key, FP))).isEqualTo(new Claim.Replay(outcome, token));
+        assertThat(s.completeAsync(key, token, Outcome.success("text/plain", new byte[] {7}),
+            clock.instant(), RETENTION, noBlocking).toCompletableFuture())
+            .as("another outcome under that token").failsWithin(Duration.ofSeconds(30))
+            .withThrowableOfType(java.util.concurrent.ExecutionException.class)
+            .havingCause().isInstanceOf(LeaseLostException.class);
+      }
+    }
+
+    @Test
     void anSdkRetryOfAnAppliedTakeoverAndOfAnAppliedFailureAreRecognised() {
       // Only the answer of the second write of a claim (the takeover, fenced on the old token).
       LostAnswers lostTakeovers = new LostAnswers(0,

@@ -206,7 +206,9 @@ public final class NearCacheStore implements IdempotencyStore {
   /**
    * As {@link #claim}: a replay from memory at once, without touching {@code blocking}; otherwise
    * the store's own {@code claimAsync} (native where the store has one), learned from as
-   * {@code claim} learns.
+   * {@code claim} learns. The answer may come on the store client's own thread (an event loop),
+   * which must not wait for the store: a replay to learn from is read back afterwards, on
+   * {@code blocking}, and the claim answered without waiting for it.
    */
   @Override
   public CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
@@ -217,7 +219,15 @@ public final class NearCacheStore implements IdempotencyStore {
     }
     long generation = records.generation();
     return store.claimAsync(request, blocking).thenApply(claim -> {
-      learn(request, claim, generation, learnFromReplays);
+      if (learnFromReplays && claim instanceof Claim.Replay) {
+        try {
+          blocking.execute(() -> learn(request, claim, generation, true));
+        } catch (RuntimeException refused) {
+          // Not learned now: the next replay of the key tries again.
+        }
+      } else {
+        learn(request, claim, generation, false);
+      }
       return claim;
     });
   }
