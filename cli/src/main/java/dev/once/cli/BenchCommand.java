@@ -81,9 +81,16 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
   @Mixin
   StoreOption store;
 
-  @Option(names = "--threads", defaultValue = "4", paramLabel = "N",
-      description = "Concurrent callers (1-" + MAX_THREADS + ").")
+  @Option(names = "--threads", defaultValue = "4", paramLabel = "N[,N...]", split = ",",
+      description = "Concurrent callers (1-" + MAX_THREADS + "); several, e.g. 8,64, run the "
+          + "whole comparison once for each, one after the other.")
+  int[] threadCounts;
+
+  /** The callers of the comparison in progress: one of {@link #threadCounts}. */
   int threads;
+
+  /** What is read of the server around each side (see {@link ServerCounters}). */
+  private ServerCounters counters = ServerCounters.NONE;
 
   @Option(names = "--duration", defaultValue = "3s", paramLabel = "TIME",
       description = "Measured time per side, workload and round, e.g. 3s or 500ms.")
@@ -125,15 +132,41 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
           + "debit and outcome). Checks at the end that every debit committed exactly once."})
   boolean businessWrite;
 
-  private final String run = Long.toString(ThreadLocalRandom.current().nextLong(1L << 40), 36);
+  /** Names this comparison's keys: each comparison of a run (one per thread count) its own. */
+  private String run = newRunId();
   private List<Measurement> lastResults;
 
-  /** One side of one workload, summed over the rounds. */
+  /**
+   * One side of one workload, summed over the rounds. The costs are over every operation of the
+   * side, its warm-ups included ({@code allOperations}), since CPU and WAL are read around the
+   * whole side: this JVM's CPU, the server's (-1: not readable from here) and the WAL written (-1:
+   * none to read).
+   */
   record Measurement(String workload, String variant, String operation, long operations,
-      long nanos, Latencies.Summary latency) {
+      long nanos, Latencies.Summary latency, long allOperations, long jvmCpuNanos,
+      long serverCpuNanos, long walBytes) {
 
     double opsPerSecond() {
       return nanos == 0 ? 0 : operations * 1e9 / nanos;
+    }
+
+    /** This JVM's CPU microseconds per operation. */
+    double jvmCpuMicros() {
+      return perOperation(jvmCpuNanos) / 1e3;
+    }
+
+    /** The server's CPU microseconds per operation, or -1 when not read. */
+    double serverCpuMicros() {
+      return serverCpuNanos < 0 ? -1 : perOperation(serverCpuNanos) / 1e3;
+    }
+
+    /** WAL bytes per operation, or -1 when not read. */
+    double walBytesPerOperation() {
+      return walBytes < 0 ? -1 : perOperation(walBytes);
+    }
+
+    private double perOperation(long total) {
+      return allOperations == 0 ? 0 : (double) total / allOperations;
     }
   }
 
@@ -142,25 +175,55 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     StoreUri uri = store.uri();
     Duration measure = parseDuration("--duration", duration);
     Duration warm = parseDuration("--warmup", warmup);
-    if (threads < 1 || threads > MAX_THREADS) {
-      throw invalid("--threads must be between 1 and " + MAX_THREADS + ", was " + threads);
+    for (int count : threadCounts) {
+      if (count < 1 || count > MAX_THREADS) {
+        throw invalid("--threads must be between 1 and " + MAX_THREADS + ", was " + count);
+      }
+      if (coalesce < 0 || coalesce > count) {
+        throw invalid("--coalesce must be between 0 (off) and --threads (" + count + "), was "
+            + coalesce);
+      }
     }
     if (rounds < 1 || rounds > 20) {
       throw invalid("--rounds must be between 1 and 20, was " + rounds);
-    }
-    if (coalesce < 0 || coalesce > threads) {
-      throw invalid("--coalesce must be between 0 (off) and --threads (" + threads + "), was "
-          + coalesce);
     }
     if (businessWrite && uri.kind().dialect() == null) {
       throw invalid("--business-write needs a SQL store (sqlite:, postgres:, mariadb:), not "
           + uri.display());
     }
     PrintWriter out = spec.commandLine().getOut();
+    threads = threadCounts[0];
     if (virtualThreads != 0) {
+      if (threadCounts.length > 1) {
+        throw invalid("--virtual-threads takes one --threads count (the pool's), not "
+            + threadCounts.length);
+      }
       return virtualThreads(uri, measure, warm, out);
     }
-    try (OpenStore opened = StoreUris.open(uri, threads + 2, ONCE_TABLE)) {
+    List<Measurement> all = new ArrayList<>();
+    for (int count : threadCounts) {
+      threads = count;
+      compareAt(uri, measure, warm, out);
+      all.addAll(lastResults);
+      if (!json && count != threadCounts[threadCounts.length - 1]) {
+        out.println();
+      }
+    }
+    lastResults = all;
+    return 0;
+  }
+
+  private static String newRunId() {
+    return Long.toString(ThreadLocalRandom.current().nextLong(1L << 40), 36);
+  }
+
+  /** The whole comparison with {@link #threads} callers, printed; its results in lastResults. */
+  private void compareAt(StoreUri uri, Duration measure, Duration warm, PrintWriter out)
+      throws InterruptedException {
+    run = newRunId();
+    try (OpenStore opened = StoreUris.open(uri, threads + 2, ONCE_TABLE);
+         ServerCounters serverCounters = serverCounters(opened)) {
+      counters = serverCounters;
       try (Baseline baseline = baseline(opened)) {
         dropOnceTable(opened);
         opened.createSchema();
@@ -220,12 +283,33 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         }
         lastResults = results;
         print(out, opened, results, measure, warm);
-        return 0;
       } catch (StoreUnavailableException | IllegalStateException e) {
         throw new CommandFailure(CommandFailure.CANNOT_RUN, "the store at " + uri.display()
             + " failed: " + StoreUris.causeMessage(e));
+      } finally {
+        counters = ServerCounters.NONE;
       }
     }
+  }
+
+  /** What can be read of {@code opened}'s server from here. */
+  private static ServerCounters serverCounters(OpenStore opened) {
+    StoreUri uri = opened.uri();
+    return switch (uri.kind()) {
+      case POSTGRESQL -> ServerCounters.postgres(opened.dataSource(), jdbcHost(uri.jdbcUrl()));
+      case REDIS -> ServerCounters.redis(uri.service().host());
+      default -> ServerCounters.NONE;
+    };
+  }
+
+  /** The host of a {@code jdbc:postgresql://host[:port]/db} URL, or "" when it names none. */
+  static String jdbcHost(String jdbcUrl) {
+    if (jdbcUrl == null) {
+      return "";
+    }
+    java.util.regex.Matcher m = java.util.regex.Pattern
+        .compile("^jdbc:[a-z]+://(\\[[^\\]]*\\]|[^:/?,]*)").matcher(jdbcUrl);
+    return m.find() ? m.group(1) : "";
   }
 
   /** {@code --virtual-threads N}: see {@link VirtualThreadsBench}. */
@@ -466,31 +550,41 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     for (int i = 0; i < n; i++) {
       latencies[i] = new Latencies();
     }
-    long[] operations = new long[n];
-    long[] nanos = new long[n];
+    long[][] totals = new long[n][6];
     for (int round = 0; round < rounds; round++) {
       // Forward, then backward: the side that went last goes first in the next round.
       for (int k = 0; k < n; k++) {
         int side = round % 2 == 0 ? k : n - 1 - k;
         long[] result = measure(sides[side], measure, warm, latencies[side]);
-        operations[side] += result[0];
-        nanos[side] += result[1];
+        for (int f = 0; f < result.length; f++) {
+          // A counter not read (-1) stays -1.
+          totals[side][f] = totals[side][f] < 0 || result[f] < 0 ? -1
+              : totals[side][f] + result[f];
+        }
         done.incrementAndGet();
       }
     }
     List<Measurement> out = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
-      out.add(new Measurement(workload, sides[i].variant(), sides[i].operation(), operations[i],
-          nanos[i], latencies[i].summary()));
+      long[] t = totals[i];
+      out.add(new Measurement(workload, sides[i].variant(), sides[i].operation(), t[0], t[1],
+          latencies[i].summary(), t[2], t[3], t[4], t[5]));
     }
     return out;
   }
 
-  /** {threads} threads repeating the side's operation: warm-up, then measured; {ops, nanos}. */
+  /**
+   * {threads} threads repeating the side's operation: warm-up, then measured; {ops, nanos, all
+   * ops, JVM CPU nanos, server CPU nanos, WAL bytes}, the last three read around the whole side.
+   */
   private long[] measure(Side side, Duration measure, Duration warm, Latencies latencies)
       throws InterruptedException {
     CountDownLatch ready = new CountDownLatch(threads);
     AtomicLong operations = new AtomicLong();
+    AtomicLong allOperations = new AtomicLong();
+    long jvmCpu = ServerCounters.jvmCpuNanos();
+    long serverCpu = counters.cpuNanos();
+    long wal = counters.walBytes();
     AtomicReference<RuntimeException> failure = new AtomicReference<>();
     long warmNanos = warm.toNanos();
     long measureNanos = measure.toNanos();
@@ -504,6 +598,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       Thread worker = new Thread(() -> {
         ready.countDown();
         long count = 0;
+        long all = 0;
         try {
           while (true) {
             long before = System.nanoTime();
@@ -511,6 +606,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
               break;
             }
             operation.run();
+            all++;
             long after = System.nanoTime();
             if (before - window[0] >= 0 && after - window[1] < 0) {
               latencies.record(after - before);
@@ -521,6 +617,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
           failure.compareAndSet(null, e);
         }
         operations.addAndGet(count);
+        allOperations.addAndGet(all);
       }, "once-bench-" + t);
       worker.setDaemon(true);
       workers.add(worker);
@@ -533,7 +630,13 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     if (failure.get() != null) {
       throw failure.get();
     }
-    return new long[] {operations.get(), measureNanos};
+    return new long[] {operations.get(), measureNanos, allOperations.get(),
+        difference(jvmCpu, ServerCounters.jvmCpuNanos()),
+        difference(serverCpu, counters.cpuNanos()), difference(wal, counters.walBytes())};
+  }
+
+  private static long difference(long before, long after) {
+    return before < 0 || after < 0 ? -1 : after - before;
   }
 
   private void print(PrintWriter out, OpenStore opened, List<Measurement> results,
@@ -541,11 +644,19 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     if (json) {
       List<Object> rows = new ArrayList<>();
       for (Measurement m : results) {
-        rows.add(Json.obj().put("workload", m.workload()).put("variant", m.variant())
+        Json.Obj row = Json.obj().put("workload", m.workload()).put("variant", m.variant())
             .put("operation", m.operation()).put("operations", m.operations())
             .put("opsPerSecond", m.opsPerSecond())
             .put("p50Micros", m.latency().percentile(50) / 1e3)
-            .put("p99Micros", m.latency().percentile(99) / 1e3));
+            .put("p99Micros", m.latency().percentile(99) / 1e3)
+            .put("jvmCpuMicrosPerOp", m.jvmCpuMicros());
+        if (m.serverCpuMicros() >= 0) {
+          row.put("serverCpuMicrosPerOp", m.serverCpuMicros());
+        }
+        if (m.walBytesPerOperation() >= 0) {
+          row.put("walBytesPerOp", m.walBytesPerOperation());
+        }
+        rows.add(row);
       }
       Json.Obj ratios = Json.obj();
       for (Measurement m : results) {
@@ -561,22 +672,34 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       out.flush();
       return;
     }
-    String format = "%-9s %-5s %-42s %11s %9s %9s %8s%n";
+    String format = "%-9s %-9s %-42s %11s %9s %9s %8s %15s %9s%n";
     out.printf(Locale.ROOT, format, "workload", "side", "one operation", "ops/s", "p50 ms",
-        "p99 ms", "vs raw");
-    out.printf(Locale.ROOT, format, "-".repeat(9), "-".repeat(5), "-".repeat(42), "-".repeat(11),
-        "-".repeat(9), "-".repeat(9), "-".repeat(8));
+        "p99 ms", "vs raw", "CPU µs/op", "WAL B/op");
+    out.printf(Locale.ROOT, format, "-".repeat(9), "-".repeat(9), "-".repeat(42), "-".repeat(11),
+        "-".repeat(9), "-".repeat(9), "-".repeat(8), "-".repeat(15), "-".repeat(9));
     for (int i = 0; i < results.size(); i++) {
       Measurement m = results.get(i);
       String versus = m.variant().equals("raw") ? ""
           : String.format(Locale.ROOT, "%.2fx", ratio(m, raw(results, m.workload())));
+      String cpu = m.serverCpuMicros() < 0
+          ? String.format(Locale.ROOT, "%.0f", m.jvmCpuMicros())
+          : String.format(Locale.ROOT, "%.0f (%.0f+%.0f)", m.jvmCpuMicros() + m.serverCpuMicros(),
+              m.jvmCpuMicros(), m.serverCpuMicros());
       out.printf(Locale.ROOT, format, m.workload(), m.variant(), m.operation(),
           String.format(Locale.ROOT, "%.0f", m.opsPerSecond()),
           String.format(Locale.ROOT, "%.3f", m.latency().percentile(50) / 1e6),
-          String.format(Locale.ROOT, "%.3f", m.latency().percentile(99) / 1e6), versus);
+          String.format(Locale.ROOT, "%.3f", m.latency().percentile(99) / 1e6), versus, cpu,
+          m.walBytesPerOperation() < 0 ? "" : String.format(Locale.ROOT, "%.0f",
+              m.walBytesPerOperation()));
     }
     out.printf(Locale.ROOT, "%n\"vs raw\" is Once's throughput over the raw primitives'; Once adds "
         + "fencing tokens, leases, fingerprint checks and stored outcomes.%n");
+    out.printf(Locale.ROOT, "\"CPU µs/op\" is CPU time per operation, warm-ups included: %s."
+        + "%s%n", counters.cpuSource() == null
+            ? "this JVM's (the server's cannot be read from here)"
+            : "total (this JVM + the server, from " + counters.cpuSource() + ")",
+        results.stream().anyMatch(m -> m.walBytesPerOperation() >= 0)
+            ? " \"WAL B/op\": PostgreSQL's WAL written per operation (every session's)." : "");
     if (results.stream().anyMatch(m -> m.variant().equals("tx"))) {
       out.printf(Locale.ROOT, "\"tx\" is transactional mode: claim and outcome commit together "
           + "(in an application, with the business SQL), one commit instead of two.%n");

@@ -94,6 +94,69 @@ class BenchCommandTest {
 
     assertBothSidesOfBothWorkloadsRan(run);
     assertThat(run.results()).extracting(BenchCommand.Measurement::variant).contains("tx");
+    // The cost of an operation next to its rate: CPU on both sides of the connection, and WAL.
+    assertThat(run.results()).allSatisfy(m -> {
+      assertThat(m.jvmCpuMicros()).as("JVM CPU of %s", m).isPositive();
+      assertThat(m.serverCpuMicros()).as("server CPU of %s", m).isPositive();
+    });
+    assertThat(run.results()).filteredOn(m -> m.workload().equals("new keys"))
+        .allSatisfy(m -> assertThat(m.walBytesPerOperation()).as("WAL of %s", m)
+            .isGreaterThan(100));
+    assertThat(run.out()).contains("CPU µs/op", "WAL B/op", "postgres processes on this host");
+  }
+
+  @Test
+  void onRedisTheServersCpuIsReadFromInfo() throws Exception {
+    try (var server = dev.once.redis.testing.RedisServerProcess.start()) {
+      Run run = bench("--store", server.uri());
+
+      assertBothSidesOfBothWorkloadsRan(run);
+      assertThat(run.results()).allSatisfy(m -> {
+        assertThat(m.serverCpuMicros()).as("server CPU of %s", m).isPositive();
+        assertThat(m.walBytesPerOperation()).isEqualTo(-1);
+      });
+      assertThat(run.out()).contains("Redis INFO cpu");
+    }
+  }
+
+  /**
+   * Each comparison names its keys anew: on Redis, where the raw side's keys outlive the
+   * comparison, the second one's used to be the first's ("bench keys must be new").
+   */
+  @Test
+  void severalThreadCountsOnRedisEachWriteKeysOfTheirOwn() {
+    try (var server = dev.once.redis.testing.RedisServerProcess.start()) {
+      Run run = bench("--store", server.uri(), "--threads", "1");
+
+      assertThat(run.exitCode()).as(run.err()).isZero();
+      assertThat(run.results()).hasSize(8);
+    }
+  }
+
+  @Test
+  void severalThreadCountsRunTheWholeComparisonForEach() {
+    Run run = bench("--store", "memory:", "--threads", "1,3");
+
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    // QUICK's --threads 2, then 1 and 3: three comparisons, one after the other.
+    assertThat(run.out()).contains("2 threads", "1 threads", "3 threads");
+    assertThat(run.results()).hasSize(12);
+    assertThat(run.results()).allSatisfy(m -> {
+      assertThat(m.jvmCpuMicros()).isPositive();
+      assertThat(m.serverCpuMicros()).as("nothing to read of an in-memory store").isEqualTo(-1);
+    });
+  }
+
+  @Test
+  void redisCpuIsReadFromInfoCpu() {
+    assertThat(ServerCounters.redisCpuNanos("# CPU\r\nused_cpu_sys:1.500000\r\n"
+        + "used_cpu_user:2.250000\r\nused_cpu_sys_children:0.000000\r\n"))
+        .isEqualTo(3_750_000_000L);
+    assertThat(ServerCounters.redisCpuNanos("# CPU\r\n")).isEqualTo(-1);
+    assertThat(BenchCommand.jdbcHost("jdbc:postgresql://127.0.0.1:5432/test")).isEqualTo(
+        "127.0.0.1");
+    assertThat(BenchCommand.jdbcHost("jdbc:postgresql://[::1]:5432/test")).isEqualTo("[::1]");
+    assertThat(BenchCommand.jdbcHost("jdbc:postgresql:test")).isEmpty();
   }
 
   @Test
