@@ -276,12 +276,7 @@ public final class NearCacheStore implements IdempotencyStore {
   @Override
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(outcome, "outcome");
-    Objects.requireNonNull(now, "now");
-    Objects.requireNonNull(retention, "retention");
-    long generation = records.generation();
-    ownClaims.completing(key, token, OwnClaims.expiryBound(now, retention));
+    long generation = completing(key, token, outcome, now, retention);
     try {
       store.complete(key, token, outcome, now, retention);
     } catch (LeaseLostException e) {
@@ -299,12 +294,7 @@ public final class NearCacheStore implements IdempotencyStore {
   @Override
   public CompletionStage<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
       Instant now, Duration retention, Executor blocking) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(outcome, "outcome");
-    Objects.requireNonNull(now, "now");
-    Objects.requireNonNull(retention, "retention");
-    long generation = records.generation();
-    ownClaims.completing(key, token, OwnClaims.expiryBound(now, retention));
+    long generation = completing(key, token, outcome, now, retention);
     return store.completeAsync(key, token, outcome, now, retention, blocking)
         .whenComplete((stored, failure) -> {
           Throwable cause = failure instanceof java.util.concurrent.CompletionException
@@ -315,6 +305,21 @@ public final class NearCacheStore implements IdempotencyStore {
             ownClaims.forget(key, token);
           }
         });
+  }
+
+  /**
+   * Before a completion is sent: its arguments checked, the claim registered as completing;
+   * returns the cache's generation, for learning the outcome once it is stored.
+   */
+  private long completing(IdempotencyKey key, long token, Outcome outcome, Instant now,
+      Duration retention) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(outcome, "outcome");
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(retention, "retention");
+    long generation = records.generation();
+    ownClaims.completing(key, token, OwnClaims.expiryBound(now, retention));
+    return generation;
   }
 
   /** Stores the outcomes; then keeps the records of those acquired through this store. */
