@@ -145,6 +145,46 @@ class RedisCallAsyncTest {
   }
 
   /**
+   * Graceful stop: the asyncExecutor is shut down while the work runs, and the native completion
+   * is refused (READONLY: the server was made a replica) and the server writable again during the
+   * pause before the retry. With no executor, the retry runs where the refused task was handed
+   * over, which is Lettuce's event loop: a blocking completion there waits for a reply only that
+   * thread can read, so it times out although the server answers, and the caller is told the
+   * outcome is unknown instead of getting its value.
+   */
+  @org.junit.jupiter.api.Disabled("review finding: with a refusing asyncExecutor the blocking"
+      + " retry of a failed native completion runs on Lettuce's event loop and cannot succeed;"
+      + " no small fix (which thread should run it when the executor refuses?)")
+  @Test
+  void aRefusingExecutorDoesNotRunTheCompletionRetryOnTheEventLoop() throws Exception {
+    ExecutorService stopping = Executors.newCachedThreadPool();
+    try (RedisServerProcess server = RedisServerProcess.start();
+        RedisStore store = RedisStore.builder(server.uri()).commandTimeout(TIMEOUT).build()) {
+      Once once = Once.builder(store).clock(clock).lease(LEASE)
+          .sleeper(pause -> server.call("REPLICAOF", "NO", "ONE")).asyncExecutor(stopping)
+          .build();
+      once.callAsync(IdempotencyKey.of("async-call", "warm"), FP, Codecs.utf8(),
+          a -> CompletableFuture.completedFuture("warm")).get(30, TimeUnit.SECONDS);
+      IdempotencyKey key = IdempotencyKey.of("async-call", "refused");
+      AtomicInteger runs = new AtomicInteger();
+      CompletableFuture<String> stage = new CompletableFuture<>();
+      CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(), a -> {
+        runs.incrementAndGet();
+        return stage;
+      });
+      awaitRuns(runs);
+      stopping.shutdown();
+      server.call("REPLICAOF", "127.0.0.1", String.valueOf(RedisServerProcess.freePort()));
+
+      stage.complete("done");
+
+      assertThat(answer.get(30, TimeUnit.SECONDS).value()).isEqualTo("done");
+    } finally {
+      stopping.shutdownNow();
+    }
+  }
+
+  /**
    * The listener hears the same events, in the same order, whether the call is blocking or
    * asynchronous, on the way that succeeds.
    */
