@@ -778,6 +778,47 @@ class DynamoDbStoreTest {
       }
     }
 
+    /**
+     * {@code Once.callAsync} on the asynchronous client, every answer to the completion lost (the
+     * SDK's retries included): the native write fails as maybe applied, the blocking retry finds
+     * its own completion and is acknowledged, and the caller gets the value; a duplicate replays.
+     */
+    @Test
+    void callAsyncWhoseEveryCompletionAnswerIsLostAnswersTheValueOnceStoredAndRunsOnce()
+        throws Exception {
+      LostAnswers lost = new LostAnswers(Integer.MAX_VALUE,
+          r -> r.expressionAttributeValues().containsKey(Expressions.value(":completed")));
+      java.util.concurrent.ExecutorService executor =
+          java.util.concurrent.Executors.newCachedThreadPool();
+      try (DynamoDbAsyncClient asyncClient = LOCAL.newAsyncClient(lost)) {
+        DynamoDbStore s = DynamoDbStore.builder(LOCAL.client()).asyncClient(asyncClient)
+            .table(store.table()).build();
+        dev.once.Once once = dev.once.Once.builder(s).clock(clock).lease(LEASE)
+            .sleeper(pause -> { }).asyncExecutor(executor).build();
+        IdempotencyKey key = newKey();
+        java.util.concurrent.atomic.AtomicInteger runs =
+            new java.util.concurrent.atomic.AtomicInteger();
+
+        dev.once.Result<String> first = once.callAsync(key, FP, dev.once.Codecs.utf8(), a -> {
+          runs.incrementAndGet();
+          return java.util.concurrent.CompletableFuture.completedFuture("done");
+        }).get(60, java.util.concurrent.TimeUnit.SECONDS);
+        dev.once.Result<String> again = once.callAsync(key, FP, dev.once.Codecs.utf8(), a -> {
+          runs.incrementAndGet();
+          return java.util.concurrent.CompletableFuture.completedFuture("again");
+        }).get(60, java.util.concurrent.TimeUnit.SECONDS);
+
+        assertThat(lost.lost()).as("the native completion's answers were lost").isPositive();
+        assertThat(first.value()).isEqualTo("done");
+        assertThat(store.find(key).orElseThrow().status()).isEqualTo(Status.COMPLETED);
+        assertThat(again.replayed()).isTrue();
+        assertThat(again.value()).isEqualTo("done");
+        assertThat(runs).hasValue(1);
+      } finally {
+        executor.shutdownNow();
+      }
+    }
+
     @Test
     void aRequestDynamoDbRefusedWasNotApplied() {
       IdempotencyKey key = newKey();

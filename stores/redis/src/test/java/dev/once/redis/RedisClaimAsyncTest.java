@@ -138,6 +138,40 @@ class RedisClaimAsyncTest {
     }
   }
 
+  /**
+   * The store is closed while a claim's {@code SET} waits in a frozen server's socket buffer: the
+   * claim still answers, as a failure that may have been applied (nothing is left to read it back
+   * with), and closing does not wait for the frozen server.
+   */
+  @Test
+  void aClaimInFlightWhenTheStoreIsClosedFailsAsMaybeApplied() throws Exception {
+    try (RedisServerProcess frozen = RedisServerProcess.start()) {
+      RedisStore store = RedisStore.builder(frozen.uri()).commandTimeout(Duration.ofMillis(300))
+          .build();
+      IdempotencyKey key = IdempotencyKey.of("async", "closed");
+      store.find(key); // the connection is open
+      Executor threads = task -> new Thread(task).start();
+      CompletableFuture<Claim> claim;
+      frozen.freeze();
+      try {
+        claim = store.claimAsync(request(key), threads).toCompletableFuture();
+        store.close();
+        assertThat(claim).failsWithin(Duration.ofSeconds(30))
+            .withThrowableOfType(ExecutionException.class)
+            .havingCause().isInstanceOfSatisfying(StoreUnavailableException.class,
+                e -> assertThat(e.mayHaveBeenApplied()).isTrue());
+      } finally {
+        frozen.thaw();
+      }
+      assertThat(store.claimAsync(request(key), threads).toCompletableFuture())
+          .as("a claim after close is refused, nothing sent")
+          .failsWithin(Duration.ofSeconds(30))
+          .withThrowableOfType(ExecutionException.class)
+          .havingCause().isInstanceOfSatisfying(StoreUnavailableException.class,
+              e -> assertThat(e.mayHaveBeenApplied()).isFalse());
+    }
+  }
+
   private ClaimRequest request(IdempotencyKey key) {
     return new ClaimRequest(key, FP, clock.instant(), LEASE, RETENTION);
   }
