@@ -306,17 +306,26 @@ class OnceAsyncTest {
       }
       executor.execute(task);
     };
-    Once once = builder().asyncExecutor(refusingAfterTheClaim).build();
+    java.util.concurrent.atomic.AtomicReference<String> completedOn =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Once once = Once.builder(overriding(store, (method, args) -> {
+      if (method.startsWith("complete")) {
+        completedOn.compareAndSet(null, Thread.currentThread().getName());
+      }
+      return FORWARD;
+    })).clock(clock).lease(LEASE).asyncExecutor(refusingAfterTheClaim).build();
     CompletableFuture<String> stage = new CompletableFuture<>();
 
     CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(),
         charge(stage));
-    executor.runAll(); // the claim was accepted; what follows it is refused, so it runs here
+    executor.runAll(); // the claim was accepted; what follows it is refused
     stage.complete("charged");
 
-    assertThat(answer).as("answered on the completing thread").isCompleted();
-    assertThat(answer.join().value()).isEqualTo("charged");
+    assertThat(answer).succeedsWithin(Duration.ofSeconds(30))
+        .satisfies(result -> assertThat(result.value()).isEqualTo("charged"));
     assertThat(record().status()).isEqualTo(Status.COMPLETED);
+    assertThat(completedOn.get()).as("on a thread of its own, not the one that completed the work")
+        .isEqualTo("once-async-refused");
   }
 
   @Test
@@ -338,6 +347,26 @@ class OnceAsyncTest {
 
     assertThat(answer.join().value()).isEqualTo("charged");
     assertThat(calls).contains("claimAsync").doesNotContain("claim");
+  }
+
+  @Test
+  void aStoreWithoutAsynchronousCallsOfItsOwnTakesOneTaskPerStoreCallNotTwo() {
+    AtomicInteger tasks = new AtomicInteger();
+    Once once = builder().asyncExecutor(task -> {
+      tasks.incrementAndGet();
+      executor.execute(task);
+    }).build();
+    CompletableFuture<String> stage = new CompletableFuture<>();
+
+    CompletableFuture<Result<String>> answer = once.callAsync(key, FP, Codecs.utf8(),
+        charge(stage));
+    executor.runAll();
+    assertThat(tasks).as("the claim, and the work started from it").hasValue(1);
+    stage.complete("charged");
+    executor.runAll();
+
+    assertThat(answer.join().value()).isEqualTo("charged");
+    assertThat(tasks).as("then storing the outcome").hasValue(2);
   }
 
   @Test

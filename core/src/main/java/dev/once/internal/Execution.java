@@ -42,12 +42,25 @@ public final class Execution {
   /** Completions shared with concurrent callers: true when stored, false when the lease is lost. */
   private final Coalescer<Completion, Boolean> completions;
 
+  /**
+   * Whether the store has an asynchronous claim, or completion, of its own. When it only inherits
+   * the SPI's default (the blocking call on the executor), {@link #callAsync} calls the blocking
+   * one on its executor thread directly: the same thread blocks, without a second task.
+   */
+  private final boolean ownClaimAsync;
+  private final boolean ownCompleteAsync;
+
   /** The most requests one shared store call carries. */
   static final int MAX_COALESCED = 128;
 
   public Execution(Once.Config config) {
     this.config = config;
     this.store = new StoreCalls(config.store(), config.listener(), config.ticker());
+    this.ownClaimAsync = overrides(config.store(), "claimAsync", ClaimRequest.class,
+        java.util.concurrent.Executor.class);
+    this.ownCompleteAsync = overrides(config.store(), "completeAsync", IdempotencyKey.class,
+        long.class, Outcome.class, Instant.class, Duration.class,
+        java.util.concurrent.Executor.class);
     int inFlight = config.coalescedCallsInFlight();
     if (inFlight > 0) {
       this.claims = new Coalescer<>(MAX_COALESCED, inFlight, store::claim, store::claimAll);
@@ -56,6 +69,17 @@ public final class Execution {
     } else {
       this.claims = null;
       this.completions = null;
+    }
+  }
+
+  /** Whether {@code store}'s class overrides the SPI's default method {@code name}. */
+  private static boolean overrides(dev.once.spi.IdempotencyStore store, String name,
+      Class<?>... parameters) {
+    try {
+      return store.getClass().getMethod(name, parameters).getDeclaringClass()
+          != dev.once.spi.IdempotencyStore.class;
+    } catch (NoSuchMethodException | SecurityException e) {
+      return true; // unknown: through the store's method, which is always right
     }
   }
 
@@ -278,7 +302,8 @@ public final class Execution {
   private <T> void succeededAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
       long started, AttemptImpl attempt, Scheduler.Task heartbeat, Codec<T> codec, T value,
       CompletableFuture<Result<T>> answer) {
-    if (completions != null || attempt.committedFailure() != null) {
+    if (!ownCompleteAsync || completions != null || attempt.committedFailure() != null) {
+      // On the executor's thread already: the blocking way, as the SPI's default would run it.
       answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec, value));
       return;
     }
@@ -290,9 +315,8 @@ public final class Execution {
     long start = calls.start();
     CompletionStage<Void> writing;
     try {
-      // A refused task blocks the completing thread rather than leave the outcome unstored.
       writing = calls.completeAsync(key, token, outcome, config.clock().instant(),
-          config.retention(), orHere(executor));
+          config.retention(), orOwnThread(executor));
     } catch (RuntimeException e) {
       writing = CompletableFuture.failedFuture(e); // a store that threw instead: the same path
     }
@@ -315,7 +339,7 @@ public final class Execution {
       } catch (RuntimeException e) {
         fail(events, answer, e);
       }
-    }, orHere(executor));
+    }, orOwnThread(executor));
   }
 
   /**
@@ -331,8 +355,9 @@ public final class Execution {
     CallEvents events = CallEvents.start(config.listener(), config.ticker(), key);
     java.util.concurrent.Executor executor = config.asyncExecutor();
     try {
-      if (claims != null) {
-        // Coalesced claims wait for their shared batch call: on the executor.
+      if (claims != null || !ownClaimAsync) {
+        // Coalesced claims wait for their shared batch call, and a store without an asynchronous
+        // claim of its own blocks for it: on the executor, one task.
         executor.execute(() -> startAsync(events, key, fingerprint, codec, work, answer,
             () -> claim(events, key, fingerprint)));
       } else {
@@ -351,7 +376,7 @@ public final class Execution {
                 startAsync(events, key, fingerprint, codec, work, answer,
                     () -> waitWhileInProgress(events, key, fingerprint, claim));
               }
-            }, orHere(executor));
+            }, orOwnThread(executor));
       }
     } catch (RuntimeException refused) {
       // The store or the executor refused (shut down, saturated): nothing was claimed.
@@ -407,22 +432,30 @@ public final class Execution {
       } catch (Throwable t) {
         fail(events, answer, t);
       }
-    }, orHere(config.asyncExecutor()));
+    }, orOwnThread(config.asyncExecutor()));
   }
 
   /**
-   * {@code executor}, or the calling thread when it refuses a task: once a claim may be held, what
-   * follows must run (store the outcome, settle the failure, give the claim back), so a refused
-   * task blocks the thread that completed the stage rather than leaving the key to its lease.
+   * {@code executor}, or a thread of its own for a task it refuses (an application shutting the
+   * executor down): once a claim may be held, what follows must run (store the outcome, settle the
+   * failure, give the claim back). Never on the thread that hands the task over, which may be a
+   * store client's event loop that must not wait for the store; not a daemon thread, so that a
+   * graceful stop waits for the outcome to be stored.
    */
-  private static java.util.concurrent.Executor orHere(java.util.concurrent.Executor executor) {
+  private static java.util.concurrent.Executor orOwnThread(
+      java.util.concurrent.Executor executor) {
     return task -> {
       try {
         executor.execute(task);
       } catch (RuntimeException refused) {
         LOG.log(System.Logger.Level.WARNING, "the asyncExecutor refused a task ("
-            + refused + "); running it on the completing thread");
-        task.run();
+            + refused + "); running it on a thread of its own");
+        Thread own = new Thread(task, "once-async-refused");
+        try {
+          own.start();
+        } catch (RuntimeException | OutOfMemoryError noThread) {
+          task.run(); // no thread to be had: here rather than never
+        }
       }
     };
   }

@@ -147,14 +147,12 @@ class RedisCallAsyncTest {
   /**
    * Graceful stop: the asyncExecutor is shut down while the work runs, and the native completion
    * is refused (READONLY: the server was made a replica) and the server writable again during the
-   * pause before the retry. With no executor, the retry runs where the refused task was handed
+   * pause before the retry. With no executor, the retry ran where the refused task was handed
    * over, which is Lettuce's event loop: a blocking completion there waits for a reply only that
-   * thread can read, so it times out although the server answers, and the caller is told the
-   * outcome is unknown instead of getting its value.
+   * thread can read, so it timed out although the server answered, and the caller was told the
+   * outcome is unknown instead of getting its value. Now a refused task runs on a thread of its
+   * own.
    */
-  @org.junit.jupiter.api.Disabled("review finding: with a refusing asyncExecutor the blocking"
-      + " retry of a failed native completion runs on Lettuce's event loop and cannot succeed;"
-      + " no small fix (which thread should run it when the executor refuses?)")
   @Test
   void aRefusingExecutorDoesNotRunTheCompletionRetryOnTheEventLoop() throws Exception {
     ExecutorService stopping = Executors.newCachedThreadPool();
