@@ -76,6 +76,101 @@ final class Stores {
         });
   }
 
+  /**
+   * {@code store} without its native asynchronous calls: the engine claims and completes through
+   * the blocking ones on its executor, as for a store that has none. The contract steps the
+   * engine's tasks by hand ({@link HandExecutor}), which an answer arriving later on the store
+   * client's own thread would slip past; Redis's native {@code claimAsync}/{@code completeAsync}
+   * under {@code Once.callAsync} are tested on real threads in once-redis
+   * ({@code RedisCallAsyncTest}, {@code RedisClaimAsyncTest}) and by the conformance suite.
+   */
+  static IdempotencyStore blockingCallsOnly(IdempotencyStore store) {
+    return new BlockingCallsOnly(store);
+  }
+
+  /** Every method of the SPI but the two asynchronous ones, forwarded. */
+  private static final class BlockingCallsOnly implements IdempotencyStore {
+    private final IdempotencyStore store;
+
+    BlockingCallsOnly(IdempotencyStore store) {
+      this.store = store;
+    }
+
+    @Override
+    public dev.once.spi.Claim claim(dev.once.spi.ClaimRequest request) {
+      return store.claim(request);
+    }
+
+    @Override
+    public java.util.List<dev.once.spi.Claim> claimAll(
+        java.util.List<dev.once.spi.ClaimRequest> requests) {
+      return store.claimAll(requests);
+    }
+
+    @Override
+    public void complete(dev.once.IdempotencyKey key, long token, dev.once.spi.Outcome outcome,
+        java.time.Instant now, java.time.Duration retention) {
+      store.complete(key, token, outcome, now, retention);
+    }
+
+    @Override
+    public Set<dev.once.IdempotencyKey> completeAll(
+        java.util.List<dev.once.spi.Completion> completions, java.time.Instant now,
+        java.time.Duration retention) {
+      return store.completeAll(completions, now, retention);
+    }
+
+    @Override
+    public void fail(dev.once.IdempotencyKey key, long token, String error,
+        java.time.Instant now, java.time.Duration retention) {
+      store.fail(key, token, error, now, retention);
+    }
+
+    @Override
+    public void release(dev.once.IdempotencyKey key, long token, String reason,
+        java.time.Instant now, java.time.Duration retention) {
+      store.release(key, token, reason, now, retention);
+    }
+
+    @Override
+    public java.time.Instant extend(dev.once.IdempotencyKey key, long token,
+        java.time.Instant now, java.time.Duration lease) {
+      return store.extend(key, token, now, lease);
+    }
+
+    @Override
+    public Set<dev.once.IdempotencyKey> extendAll(java.util.List<dev.once.spi.HeldClaim> claims,
+        java.time.Instant now, java.time.Duration lease) {
+      return store.extendAll(claims, now, lease);
+    }
+
+    @Override
+    public void checkpoint(dev.once.IdempotencyKey key, long token,
+        dev.once.Checkpoint checkpoint, java.time.Instant now) {
+      store.checkpoint(key, token, checkpoint, now);
+    }
+
+    @Override
+    public java.util.Optional<dev.once.spi.IdempotencyRecord> find(dev.once.IdempotencyKey key) {
+      return store.find(key);
+    }
+
+    @Override
+    public int purgeExpired(java.time.Instant now, int limit) {
+      return store.purgeExpired(now, limit);
+    }
+
+    @Override
+    public int reapExpiredLeases(java.time.Instant now, int limit) {
+      return store.reapExpiredLeases(now, limit);
+    }
+
+    @Override
+    public int maxPayloadBytes() {
+      return store.maxPayloadBytes();
+    }
+  }
+
   static Set<String> threadNames() {
     return ConcurrentHashMap.newKeySet();
   }
