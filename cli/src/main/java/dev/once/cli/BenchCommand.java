@@ -672,11 +672,14 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       out.flush();
       return;
     }
-    String format = "%-9s %-9s %-42s %11s %9s %9s %8s %15s %9s%n";
+    int width = Math.max(42, results.stream().mapToInt(m -> m.operation().length()).max()
+        .orElse(0));
+    String format = "%-9s %-9s %-" + width + "s %11s %9s %9s %8s %15s %9s%n";
     out.printf(Locale.ROOT, format, "workload", "side", "one operation", "ops/s", "p50 ms",
         "p99 ms", "vs raw", "CPU µs/op", "WAL B/op");
-    out.printf(Locale.ROOT, format, "-".repeat(9), "-".repeat(9), "-".repeat(42), "-".repeat(11),
-        "-".repeat(9), "-".repeat(9), "-".repeat(8), "-".repeat(15), "-".repeat(9));
+    out.printf(Locale.ROOT, format, "-".repeat(9), "-".repeat(9), "-".repeat(width),
+        "-".repeat(11), "-".repeat(9), "-".repeat(9), "-".repeat(8), "-".repeat(15),
+        "-".repeat(9));
     for (int i = 0; i < results.size(); i++) {
       Measurement m = results.get(i);
       String versus = m.variant().equals("raw") ? ""
