@@ -55,6 +55,20 @@ abstract class OnceReactorContract {
   final AtomicInteger runs = new AtomicInteger();
   private ExecutorService threads;
 
+  /**
+   * A verification that waits for a signal that never comes fails after this long instead of
+   * hanging the build (an answer that slipped past a hand-stepped executor, say).
+   */
+  @org.junit.jupiter.api.BeforeAll
+  static void verificationsTimeOut() {
+    StepVerifier.setDefaultTimeout(Duration.ofSeconds(30));
+  }
+
+  @org.junit.jupiter.api.AfterAll
+  static void verificationsWaitAsBefore() {
+    StepVerifier.resetDefaultTimeout();
+  }
+
   /** The store under test, shared by the tests (each works on keys of its own). */
   protected abstract IdempotencyStore store();
 
