@@ -252,7 +252,9 @@ class RedisCallAsyncTest {
         // RequestInProgressException: the first holds the key.
       }
       stage.complete("done");
-      first.get(30, TimeUnit.SECONDS);
+      // Waiting on answeredOn, not on first: a thread waiting in first.get() may run first's
+      // dependents itself once it is completed, and answeredOn would name that thread.
+      answeredOn.get(30, TimeUnit.SECONDS);
       duplicate = once.callAsync(key, FP, Codecs.utf8(),
           a -> CompletableFuture.completedFuture("x")).get(30, TimeUnit.SECONDS);
 
