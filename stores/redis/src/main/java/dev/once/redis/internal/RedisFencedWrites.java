@@ -51,13 +51,7 @@ final class RedisFencedWrites {
    * same outcome and is acknowledged by the script's failure branch, changing nothing.
    */
   void complete(IdempotencyKey key, long token, Outcome outcome, Instant now, Duration retention) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(outcome, "outcome");
-    Objects.requireNonNull(now, "now");
-    Objects.requireNonNull(retention, "retention");
-    if (outcome.size() > maxPayloadBytes) {
-      throw new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes);
-    }
+    checkCompletion(key, outcome, now, retention);
     String what = "complete of " + key;
     RedisAccess redis = calls.access(what);
     byte[][] keys = {layout.record(key)};
@@ -72,18 +66,15 @@ final class RedisFencedWrites {
    */
   CompletableFuture<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
       Instant now, Duration retention, java.util.concurrent.Executor blocking) {
-    Objects.requireNonNull(key, "key");
-    Objects.requireNonNull(outcome, "outcome");
-    Objects.requireNonNull(now, "now");
-    Objects.requireNonNull(retention, "retention");
+    try {
+      checkCompletion(key, outcome, now, retention);
+    } catch (PayloadTooLargeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     RedisAccess redis = calls.opened();
     if (redis == null) {
       return CompletableFuture.runAsync(() -> complete(key, token, outcome, now, retention),
           blocking);
-    }
-    if (outcome.size() > maxPayloadBytes) {
-      return CompletableFuture.failedFuture(
-          new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes));
     }
     String what = "complete of " + key;
     byte[][] keys = {layout.record(key)};
@@ -91,6 +82,18 @@ final class RedisFencedWrites {
         .thenCompose(reply -> reply != 1L
             ? CompletableFuture.failedFuture(new LeaseLostException(key, token))
             : calls.awaitReplicasAsync(redis, List.of(keys[0]), what));
+  }
+
+  /** A completion's arguments: none null, the outcome within the store's payload bound. */
+  private void checkCompletion(IdempotencyKey key, Outcome outcome, Instant now,
+      Duration retention) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(outcome, "outcome");
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(retention, "retention");
+    if (outcome.size() > maxPayloadBytes) {
+      throw new PayloadTooLargeException("outcome of " + key, outcome.size(), maxPayloadBytes);
+    }
   }
 
   /**
