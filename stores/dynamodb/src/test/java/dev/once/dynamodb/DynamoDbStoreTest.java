@@ -994,12 +994,20 @@ class DynamoDbStoreTest {
     }
   }
 
-  /** Whether the SDK gave up because its whole call (all attempts) took too long. */
+  /**
+   * Whether the SDK gave up because its whole call (all attempts) took too long, here or in an
+   * exception suppressed by it (a batch's other key whose write timed out).
+   */
   static boolean callTimedOut(Throwable e) {
     for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
       if (c.getClass().getSimpleName().startsWith("ApiCall")
           && c.getClass().getSimpleName().endsWith("TimeoutException")) {
         return true;
+      }
+      for (Throwable s : c.getSuppressed()) {
+        if (callTimedOut(s)) {
+          return true;
+        }
       }
     }
     return false;

@@ -245,13 +245,15 @@ public final class DynamoDbEngine {
   }
 
   /**
-   * Releases what a failed batch acquired and returns the exception to throw. Release failures
-   * are added to it as suppressed: such a record stays IN_PROGRESS until its lease ends.
+   * Releases what a failed batch acquired and returns the exception to throw. The errors of other
+   * keys whose writes may have been applied (the reason the exception says so) and the release
+   * failures are added to it as suppressed: such a record stays IN_PROGRESS until its lease ends.
    */
   private RuntimeException releaseAll(List<ClaimRequest> requests, Claim[] answers,
       Throwable[] errors, Throwable failure) {
     String reason = "claimAll failed: " + failure;
     List<Throwable> releaseFailures = new ArrayList<>();
+    List<Throwable> maybeApplied = new ArrayList<>();
     boolean changed = false;
     for (int i = 0; i < answers.length; i++) {
       ClaimRequest r = requests.get(i);
@@ -261,6 +263,10 @@ public final class DynamoDbEngine {
           release(r.key(), acquired.token(), reason, r.now(), r.retention());
         } else if (errors[i] != null && Errors.mayHaveBeenApplied(errors[i])) {
           changed = true;
+          if (errors[i] != failure) {
+            // Another key's write may have landed: its error says why the batch's may have.
+            maybeApplied.add(errors[i]);
+          }
           Optional<IdempotencyRecord> found = find(r.key());
           if (found.isPresent() && ClaimRules.isOwnClaim(found.get(), r)) {
             release(r.key(), found.get().token(), reason, r.now(), r.retention());
@@ -277,6 +283,7 @@ public final class DynamoDbEngine {
       thrown = new StoreUnavailableException(u.getMessage()
           + "; the claims this batch had acquired were released", u, true);
     }
+    maybeApplied.forEach(thrown::addSuppressed);
     releaseFailures.forEach(thrown::addSuppressed);
     return thrown;
   }
