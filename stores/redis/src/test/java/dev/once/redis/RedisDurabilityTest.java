@@ -87,7 +87,7 @@ class RedisDurabilityTest {
       if (System.nanoTime() > deadline) {
         throw new IllegalStateException("the replica did not connect to its primary");
       }
-      Thread.onSpinWait();
+      RedisServerProcess.pause();
     }
   }
 }

@@ -99,6 +99,22 @@ public final class RedisSentinels implements AutoCloseable {
     return replies;
   }
 
+  /** The last {@code lines} lines of every Sentinel's log, for a failure message. */
+  public String logs(int lines) {
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < dirs.size(); i++) {
+      out.append("\n--- Sentinel on port ").append(ports.get(i)).append(" ---\n");
+      try {
+        List<String> all = Files.readAllLines(dirs.get(i).resolve("sentinel.log"));
+        all.subList(Math.max(0, all.size() - lines), all.size())
+            .forEach(l -> out.append(l).append('\n'));
+      } catch (IOException | UncheckedIOException e) {
+        out.append("(no log: ").append(e).append(")\n");
+      }
+    }
+    return out.toString();
+  }
+
   /** Waits until every Sentinel knows {@code replicas} replicas and all the other Sentinels. */
   public void awaitDiscovery(int replicas) {
     String expected = "slaves=" + replicas + ",sentinels=" + ports.size();

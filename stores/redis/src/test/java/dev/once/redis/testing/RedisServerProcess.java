@@ -281,7 +281,8 @@ public final class RedisServerProcess implements AutoCloseable {
     }
   }
 
-  static void pause() {
+  /** Waits 10 ms between two polls of a process, so that polling does not take a core from it. */
+  public static void pause() {
     try {
       Thread.sleep(10);
     } catch (InterruptedException e) {
