@@ -126,7 +126,76 @@ class PostgresClaimOrderTest {
     }
   }
 
+  /**
+   * A batch of duplicates (a coalesced stream of redeliveries) under read-first is one unlocking
+   * read in autocommit, as a single duplicate is: no transaction, no insert, no row lock. A batch
+   * with a new key among them reads, then runs whole in a transaction.
+   */
+  @Test
+  void aReadFirstBatchOfDuplicatesIsOneReadWithoutATransaction() {
+    CountingDataSource counting = new CountingDataSource(Databases.Postgres.DATA_SOURCE);
+    JdbcStore store = store(counting).claimOrder(ClaimOrder.fixed(true)).build();
+    Instant now = Instant.now();
+    IdempotencyKey done = completed(store, key("batch-done"), now);
+    IdempotencyKey running = key("batch-running");
+    assertAcquired(store, running, now);
+
+    List<String> sent = sent(counting, () -> assertThat(store.claimAll(List.of(
+        request(done, now), request(running, now), request(done, now))))
+        .hasExactlyElementsOfTypes(Claim.Replay.class, Claim.InProgress.class,
+            Claim.Replay.class));
+    assertThat(sent).isEqualTo(READ);
+
+    IdempotencyKey fresh = key("batch-new");
+    assertThat(sent(counting, () -> assertThat(store.claimAll(List.of(
+        request(done, now), request(fresh, now))))
+        .hasExactlyElementsOfTypes(Claim.Replay.class, Claim.Acquired.class)))
+        .startsWith("executeQuery", "setAutoCommit(false)").endsWith("commit",
+            "setAutoCommit(true)");
+  }
+
+  /**
+   * A batch claim answers a duplicate from the committed row without locking it, in either order:
+   * a row another transaction holds locked (a takeover of it, an operator's session) does not hold
+   * up the batch's replays and new keys. Before, the batch locked every existing row it met.
+   */
+  @Test
+  void aBatchClaimDoesNotWaitForTheLockOfARowItOnlyReplays() throws Exception {
+    for (boolean readFirst : new boolean[] {true, false}) {
+      JdbcStore store = JdbcStore.builder(Databases.Postgres.DATA_SOURCE)
+          .dialect(JdbcDialect.POSTGRESQL).table(Databases.Postgres.TABLE)
+          .claimOrder(ClaimOrder.fixed(readFirst)).build();
+      Instant now = Instant.now();
+      IdempotencyKey done = completed(store, key("locked-done-" + readFirst), now);
+      IdempotencyKey fresh = key("locked-new-" + readFirst);
+      try (java.sql.Connection holder = Databases.Postgres.DATA_SOURCE.getConnection()) {
+        holder.setAutoCommit(false);
+        try (java.sql.PreparedStatement lock = holder.prepareStatement("SELECT 1 FROM "
+            + Databases.Postgres.TABLE + " WHERE scope = ? AND idem_key = ? FOR UPDATE")) {
+          lock.setString(1, done.scope());
+          lock.setString(2, done.key());
+          lock.executeQuery().close();
+        }
+        java.util.concurrent.CompletableFuture<List<Claim>> batch =
+            java.util.concurrent.CompletableFuture.supplyAsync(() -> store.claimAll(
+                List.of(request(done, now), request(fresh, now))));
+        // Answered while the lock is still held (a batch that locked would wait for it).
+        assertThat(batch.get(20, java.util.concurrent.TimeUnit.SECONDS))
+            .as("read first: %s", readFirst)
+            .hasExactlyElementsOfTypes(Claim.Replay.class, Claim.Acquired.class);
+        holder.rollback();
+      }
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
+
+  private static IdempotencyKey completed(JdbcStore store, IdempotencyKey key, Instant now) {
+    Claim.Acquired acquired = (Claim.Acquired) store.claim(request(key, now));
+    store.complete(key, acquired.token(), Outcome.success("text/plain", new byte[] {1}), now,
+        RETENTION);
+    return key;
+  }
 
   private IdempotencyKey key(String k) {
     return IdempotencyKey.of(scope, k);

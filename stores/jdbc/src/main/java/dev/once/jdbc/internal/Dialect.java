@@ -441,6 +441,12 @@ public abstract class Dialect {
     throw new UnsupportedOperationException();
   }
 
+  /** Reads the committed records of {@code keys} in one statement; locks nothing. */
+  Map<IdempotencyKey, IdempotencyRecord> readAll(Connection c, List<IdempotencyKey> keys)
+      throws SQLException {
+    throw new UnsupportedOperationException();
+  }
+
   /**
    * Applies the schema: the first version's script (each statement {@code IF NOT EXISTS}), then
    * each later version's column where the table lacks it (a table made by an earlier version is

@@ -159,20 +159,67 @@ public final class JdbcEngine {
     for (ClaimRequest r : requests) {
       normalized.add(normalize(Objects.requireNonNull(r, "request")));
     }
-    return run("claimAll of " + normalized.size() + " keys",
-        c -> () -> dialect.inTransaction(c, () -> batch(c, normalized)));
+    return run("claimAll of " + normalized.size() + " keys", c -> () -> {
+      boolean readFirst = dialect.batchInsertsFirst() && claimOrder.readFirst();
+      if (readFirst) {
+        List<Claim> read = answeredByRead(c, normalized);
+        if (read != null) {
+          return read;
+        }
+      }
+      return dialect.inTransaction(c, () -> batch(c, normalized, !readFirst));
+    });
   }
 
   /**
-   * A batch in one transaction. Locks are taken in key order so that concurrent batches do not
-   * deadlock; requests are answered in request order, each seeing the ones before it.
+   * A batch's read-first step, in autocommit: one unlocking read of every key. When every key has
+   * a record and no request's decision writes (replays, in-progress and mismatched duplicates, as
+   * a re-read partition or retrying clients send), the batch is answered from the committed rows
+   * just read, exactly as a single claim is; otherwise null, and the batch runs whole.
    */
-  private List<Claim> batch(Connection c, List<ClaimRequest> requests) throws SQLException {
-    Map<IdempotencyKey, ClaimRequest> first = new LinkedHashMap<>();
-    for (ClaimRequest r : requests) {
-      first.putIfAbsent(r.key(), r);
+  private List<Claim> answeredByRead(Connection c, List<ClaimRequest> requests)
+      throws SQLException {
+    List<IdempotencyKey> keys = new ArrayList<>(new LinkedHashSet<>(keysOf(requests)));
+    Map<IdempotencyKey, IdempotencyRecord> seen = dialect.readAll(c, keys);
+    for (IdempotencyKey k : keys) {
+      claimOrder.record(seen.containsKey(k));
     }
-    List<IdempotencyKey> keys = new ArrayList<>(first.keySet());
+    if (seen.size() != keys.size()) {
+      return null;
+    }
+    List<Claim> claims = new ArrayList<>(requests.size());
+    for (ClaimRequest r : requests) {
+      ClaimRules.Decision decision = ClaimRules.decide(seen.get(r.key()), r);
+      if (decision.next() != null) {
+        return null;
+      }
+      claims.add(decision.claim());
+    }
+    return claims;
+  }
+
+  private static List<IdempotencyKey> keysOf(List<ClaimRequest> requests) {
+    List<IdempotencyKey> keys = new ArrayList<>(requests.size());
+    for (ClaimRequest r : requests) {
+      keys.add(r.key());
+    }
+    return keys;
+  }
+
+  /**
+   * A batch in one transaction. Keys that exist are read without a lock first, and only those
+   * whose decision writes are then locked (a replay or an in-progress duplicate writes nothing, as
+   * in a single claim); locks are taken in key order so that concurrent batches do not deadlock.
+   * Requests are answered in request order, each seeing the ones before it. {@code learn}: whether
+   * the claim order learns from what the insert met (not when the read-first step already did).
+   */
+  private List<Claim> batch(Connection c, List<ClaimRequest> requests, boolean learn)
+      throws SQLException {
+    Map<IdempotencyKey, List<ClaimRequest>> byKey = new LinkedHashMap<>();
+    for (ClaimRequest r : requests) {
+      byKey.computeIfAbsent(r.key(), k -> new ArrayList<>(1)).add(r);
+    }
+    List<IdempotencyKey> keys = new ArrayList<>(byKey.keySet());
     keys.sort(KEY_ORDER);
 
     Map<IdempotencyKey, IdempotencyRecord> before = new HashMap<>();
@@ -180,7 +227,7 @@ public final class JdbcEngine {
     if (dialect.batchInsertsFirst()) {
       List<IdempotencyRecord> fresh = new ArrayList<>(keys.size());
       for (IdempotencyKey k : keys) {
-        fresh.add(ClaimRules.decide(null, first.get(k)).next());
+        fresh.add(ClaimRules.decide(null, byKey.get(k).get(0)).next());
       }
       inserted.addAll(dialect.insertAll(c, fresh));
       for (IdempotencyRecord r : fresh) {
@@ -190,16 +237,31 @@ public final class JdbcEngine {
       }
       List<IdempotencyKey> rest = new ArrayList<>();
       for (IdempotencyKey k : keys) {
+        if (learn) {
+          claimOrder.record(!inserted.contains(k));
+        }
         if (!inserted.contains(k)) {
           rest.add(k);
         }
       }
       if (!rest.isEmpty()) {
-        Map<IdempotencyKey, IdempotencyRecord> locked = dialect.lockAll(c, rest);
-        if (locked.size() != rest.size()) {
-          throw new RetryableConflict("a record was deleted during a batch claim");
+        Map<IdempotencyKey, IdempotencyRecord> seen = dialect.readAll(c, rest);
+        List<IdempotencyKey> writing = new ArrayList<>();
+        for (IdempotencyKey k : rest) {
+          IdempotencyRecord current = seen.get(k);
+          if (current != null && !writes(current, byKey.get(k))) {
+            before.put(k, current); // answered from the committed row: nothing to lock
+          } else {
+            writing.add(k);
+          }
         }
-        before.putAll(locked);
+        if (!writing.isEmpty()) {
+          Map<IdempotencyKey, IdempotencyRecord> locked = dialect.lockAll(c, writing);
+          if (locked.size() != writing.size()) {
+            throw new RetryableConflict("a record was deleted during a batch claim");
+          }
+          before.putAll(locked);
+        }
       }
     } else {
       for (IdempotencyKey k : keys) {
@@ -241,6 +303,16 @@ public final class JdbcEngine {
       }
     }
     return claims;
+  }
+
+  /** Whether one of a key's requests decides to write over {@code current}. */
+  private static boolean writes(IdempotencyRecord current, List<ClaimRequest> requests) {
+    for (ClaimRequest r : requests) {
+      if (ClaimRules.decide(current, r).next() != null) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // --------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ final class PostgresDialect extends Dialect {
 
   private final String insertAllSql;
   private final String lockAllSql;
+  private final String readAllSql;
   private final String completeAllSql;
   private final String extendAllSql;
   private final String purgeSql;
@@ -51,10 +52,10 @@ final class PostgresDialect extends Dialect {
         + " claim_id)"
         + " ON CONFLICT (scope, tenant, idem_key) DO NOTHING"
         + " RETURNING scope, tenant, idem_key";
-    lockAllSql = "SELECT " + Rows.COLUMNS + " FROM " + t
+    readAllSql = "SELECT " + Rows.COLUMNS + " FROM " + t
         + " WHERE (scope, tenant, idem_key) IN"
-        + " (SELECT * FROM unnest(?::text[], ?::text[], ?::text[]))"
-        + " ORDER BY scope, tenant, idem_key FOR UPDATE";
+        + " (SELECT * FROM unnest(?::text[], ?::text[], ?::text[]))";
+    lockAllSql = readAllSql + " ORDER BY scope, tenant, idem_key FOR UPDATE";
     // One statement for a batch of completions: each row is updated only if IN_PROGRESS under
     // its own token; RETURNING names the ones that were, the rest lost their lease.
     completeAllSql = "UPDATE " + t + " AS r SET status = 'COMPLETED', outcome_kind = v.kind,"
@@ -394,6 +395,17 @@ final class PostgresDialect extends Dialect {
   @Override
   Map<IdempotencyKey, IdempotencyRecord> lockAll(Connection c, List<IdempotencyKey> keys)
       throws SQLException {
+    return selectAll(c, lockAllSql, keys);
+  }
+
+  @Override
+  Map<IdempotencyKey, IdempotencyRecord> readAll(Connection c, List<IdempotencyKey> keys)
+      throws SQLException {
+    return selectAll(c, readAllSql, keys);
+  }
+
+  private static Map<IdempotencyKey, IdempotencyRecord> selectAll(Connection c, String sql,
+      List<IdempotencyKey> keys) throws SQLException {
     int n = keys.size();
     String[] scopes = new String[n];
     String[] tenants = new String[n];
@@ -404,7 +416,7 @@ final class PostgresDialect extends Dialect {
       ids[i] = keys.get(i).key();
     }
     Map<IdempotencyKey, IdempotencyRecord> records = new HashMap<>();
-    try (PreparedStatement ps = c.prepareStatement(lockAllSql)) {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
       Array a1 = c.createArrayOf("text", scopes);
       Array a2 = c.createArrayOf("text", tenants);
       Array a3 = c.createArrayOf("text", ids);
