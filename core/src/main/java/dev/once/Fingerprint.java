@@ -102,7 +102,18 @@ public final class Fingerprint {
     return "Fingerprint[" + hex().substring(0, 12) + "…]";
   }
 
+  /** A fresh SHA-256 digest: a copy of this one, without a provider lookup per call. */
+  private static final MessageDigest SHA_256 = newSha256();
+
   static MessageDigest sha256() {
+    try {
+      return (MessageDigest) SHA_256.clone();
+    } catch (CloneNotSupportedException e) {
+      return newSha256(); // a provider whose digests cannot be copied: look one up each time
+    }
+  }
+
+  private static MessageDigest newSha256() {
     try {
       return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {

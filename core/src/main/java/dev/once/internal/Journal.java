@@ -64,6 +64,8 @@ public final class Journal {
   /** How many attempts at compensating {@link #failure} failed. */
   private final int compensationFailures;
 
+  private static final Journal EMPTY = new Journal(null, Map.of(), null, 0);
+
   private Journal(Checkpoint user, Map<String, Entry> entries, Outcome failure,
       int compensationFailures) {
     this.user = user;
@@ -74,7 +76,10 @@ public final class Journal {
 
   /** The journal held by a record's checkpoint (null: none). */
   public static Journal of(Checkpoint checkpoint) {
-    if (checkpoint == null || !checkpoint.name().equals(CHECKPOINT_NAME)) {
+    if (checkpoint == null) {
+      return EMPTY; // a fresh claim's: shared, as a journal is immutable
+    }
+    if (!checkpoint.name().equals(CHECKPOINT_NAME)) {
       return new Journal(checkpoint, Map.of(), null, 0);
     }
     return decode(checkpoint.data());

@@ -54,12 +54,14 @@ public final class EpochMicros {
 
   /** {@code instant} floored to a whole microsecond. */
   public static Instant floor(Instant instant) {
-    return instant.truncatedTo(ChronoUnit.MICROS);
+    // Already whole (every lease and retention, most clocks' instants): no new object.
+    return instant.getNano() % 1_000 == 0 ? instant : instant.truncatedTo(ChronoUnit.MICROS);
   }
 
   /** A positive duration floored to whole microseconds, and at least one microsecond. */
   public static Duration floor(Duration duration) {
-    Duration floored = duration.truncatedTo(ChronoUnit.MICROS);
+    Duration floored = duration.getNano() % 1_000 == 0 ? duration
+        : duration.truncatedTo(ChronoUnit.MICROS);
     return floored.compareTo(ONE) < 0 ? ONE : floored;
   }
 }

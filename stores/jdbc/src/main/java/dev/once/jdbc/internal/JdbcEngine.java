@@ -34,6 +34,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 
 /**
@@ -95,7 +96,7 @@ public final class JdbcEngine {
 
   public Claim claim(ClaimRequest request) {
     ClaimRequest r = normalize(Objects.requireNonNull(request, "request"));
-    return run("claim on " + r.key(), c -> () -> claimOn(c, r));
+    return run(() -> "claim on " + r.key(), c -> () -> claimOn(c, r));
   }
 
   /**
@@ -159,7 +160,7 @@ public final class JdbcEngine {
     for (ClaimRequest r : requests) {
       normalized.add(normalize(Objects.requireNonNull(r, "request")));
     }
-    return run("claimAll of " + normalized.size() + " keys", c -> () -> {
+    return run(() -> "claimAll of " + normalized.size() + " keys", c -> () -> {
       boolean readFirst = dialect.batchInsertsFirst() && claimOrder.readFirst();
       if (readFirst) {
         List<Claim> read = answeredByRead(c, normalized);
@@ -347,7 +348,7 @@ public final class JdbcEngine {
     }
     long expiresAt = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(retention)));
     List<Completion> sorted = byKey(completions, Completion::key);
-    Set<IdempotencyKey> lost = run("completeAll of " + sorted.size() + " keys",
+    Set<IdempotencyKey> lost = run(() -> "completeAll of " + sorted.size() + " keys",
         c -> () -> dialect.completeAll(c, sorted, at, expiresAt));
     return inRequestOrder(lost, completions, Completion::key);
   }
@@ -422,7 +423,7 @@ public final class JdbcEngine {
     }
     long until = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(lease)));
     List<HeldClaim> sorted = byKey(claims, HeldClaim::key);
-    Set<IdempotencyKey> lost = run("extendAll of " + sorted.size() + " keys",
+    Set<IdempotencyKey> lost = run(() -> "extendAll of " + sorted.size() + " keys",
         c -> () -> dialect.extendAll(c, sorted, at, until));
     return inRequestOrder(lost, claims, HeldClaim::key);
   }
@@ -453,7 +454,7 @@ public final class JdbcEngine {
   private void fenced(String operation, IdempotencyKey key, long token, String sql,
       Binder binder, Predicate<IdempotencyRecord> alreadyDone) {
     Objects.requireNonNull(key, "key");
-    run(operation + " on " + key, c -> () -> {
+    run(() -> operation + " on " + key, c -> () -> {
       int rows;
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         int i = Rows.bindKey(ps, binder.bind(ps), key);
@@ -483,7 +484,7 @@ public final class JdbcEngine {
 
   public Optional<IdempotencyRecord> find(IdempotencyKey key) {
     Objects.requireNonNull(key, "key");
-    return run("find on " + key, c -> () -> {
+    return run(() -> "find on " + key, c -> () -> {
       try (PreparedStatement ps = c.prepareStatement(dialect.findSql)) {
         Rows.bindKey(ps, 1, key);
         try (ResultSet rs = ps.executeQuery()) {
@@ -498,7 +499,7 @@ public final class JdbcEngine {
     if (limit <= 0) {
       return 0;
     }
-    return run("purgeExpired", c -> () -> dialect.purge(c, at, limit));
+    return run(() -> "purgeExpired", c -> () -> dialect.purge(c, at, limit));
   }
 
   public int reapExpiredLeases(Instant now, int limit) {
@@ -506,11 +507,11 @@ public final class JdbcEngine {
     if (limit <= 0) {
       return 0;
     }
-    return run("reapExpiredLeases", c -> () -> dialect.reap(c, at, limit));
+    return run(() -> "reapExpiredLeases", c -> () -> dialect.reap(c, at, limit));
   }
 
   public void createSchema() {
-    run("createSchema of " + dialect.table, c -> () -> {
+    run(() -> "createSchema of " + dialect.table, c -> () -> {
       dialect.createSchema(c);
       return null;
     });
@@ -531,23 +532,27 @@ public final class JdbcEngine {
    * or the database answered with an error (every write is one autocommit statement or one
    * transaction rolled back on failure), true when the connection was lost under way.
    */
-  private <T> T run(String operation, OnConnection<T> work) {
+  /**
+   * Runs {@code work} on a connection of its own. {@code operation} names it in errors, built only
+   * when one is thrown: the common path pays no string building per call.
+   */
+  private <T> T run(Supplier<String> operation, OnConnection<T> work) {
     for (int attempt = 1; ; attempt++) {
       Connection c;
       try {
         c = dataSource.getConnection();
       } catch (SQLException e) {
-        throw new StoreUnavailableException(operation + " failed: " + describe(e)
+        throw new StoreUnavailableException(operation.get() + " failed: " + describe(e)
             + "; no connection could be made, nothing was sent", e, false);
       }
       try {
         return onConnection(c, work);
       } catch (SQLException e) {
         if (attempt < MAX_ATTEMPTS && dialect.isTransient(e)) {
-          pause(attempt, operation, e);
+          pause(attempt, operation.get(), e);
           continue;
         }
-        throw unavailable(operation, e, attempt);
+        throw unavailable(operation.get(), e, attempt);
       }
     }
   }
