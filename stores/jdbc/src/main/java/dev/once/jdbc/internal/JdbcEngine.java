@@ -161,36 +161,48 @@ public final class JdbcEngine {
       normalized.add(normalize(Objects.requireNonNull(r, "request")));
     }
     return run(() -> "claimAll of " + normalized.size() + " keys", c -> () -> {
-      boolean readFirst = dialect.batchInsertsFirst() && claimOrder.readFirst();
-      if (readFirst) {
-        List<Claim> read = answeredByRead(c, normalized);
+      Map<IdempotencyKey, IdempotencyRecord> seen = null;
+      if (dialect.batchInsertsFirst() && claimOrder.readFirst()) {
+        seen = readFirst(c, normalized);
+        List<Claim> read = answeredByRead(seen, normalized);
         if (read != null) {
           return read;
         }
       }
-      return dialect.inTransaction(c, () -> batch(c, normalized, !readFirst));
+      Map<IdempotencyKey, IdempotencyRecord> known = seen;
+      return dialect.inTransaction(c, () -> batch(c, normalized, known));
     });
   }
 
   /**
-   * A batch's read-first step, in autocommit: one unlocking read of every key. When every key has
-   * a record and no request's decision writes (replays, in-progress and mismatched duplicates, as
-   * a re-read partition or retrying clients send), the batch is answered from the committed rows
-   * just read, exactly as a single claim is; otherwise null, and the batch runs whole.
+   * A batch's read-first step, in autocommit: one unlocking read of every key (what it met
+   * teaches the claim order).
    */
-  private List<Claim> answeredByRead(Connection c, List<ClaimRequest> requests)
-      throws SQLException {
+  private Map<IdempotencyKey, IdempotencyRecord> readFirst(Connection c,
+      List<ClaimRequest> requests) throws SQLException {
     List<IdempotencyKey> keys = new ArrayList<>(new LinkedHashSet<>(keysOf(requests)));
     Map<IdempotencyKey, IdempotencyRecord> seen = dialect.readAll(c, keys);
     for (IdempotencyKey k : keys) {
       claimOrder.record(seen.containsKey(k));
     }
-    if (seen.size() != keys.size()) {
-      return null;
-    }
+    return seen;
+  }
+
+  /**
+   * The batch answered from the rows its read-first step saw, when every key has a record and no
+   * request's decision writes (replays, in-progress and mismatched duplicates, as a re-read
+   * partition or retrying clients send): exactly as a single claim answers from the committed
+   * row it read. Otherwise null, and the batch runs in a transaction.
+   */
+  private static List<Claim> answeredByRead(Map<IdempotencyKey, IdempotencyRecord> seen,
+      List<ClaimRequest> requests) {
     List<Claim> claims = new ArrayList<>(requests.size());
     for (ClaimRequest r : requests) {
-      ClaimRules.Decision decision = ClaimRules.decide(seen.get(r.key()), r);
+      IdempotencyRecord current = seen.get(r.key());
+      if (current == null) {
+        return null;
+      }
+      ClaimRules.Decision decision = ClaimRules.decide(current, r);
       if (decision.next() != null) {
         return null;
       }
@@ -208,14 +220,15 @@ public final class JdbcEngine {
   }
 
   /**
-   * A batch in one transaction. Keys that exist are read without a lock first, and only those
-   * whose decision writes are then locked (a replay or an in-progress duplicate writes nothing, as
-   * in a single claim); locks are taken in key order so that concurrent batches do not deadlock.
-   * Requests are answered in request order, each seeing the ones before it. {@code learn}: whether
-   * the claim order learns from what the insert met (not when the read-first step already did).
+   * A batch in one transaction. Keys that exist are read without a lock, and only those whose
+   * decision writes are then locked and decided again on the locked row (a replay or an
+   * in-progress duplicate writes nothing, as in a single claim); locks are taken in key order so
+   * that concurrent batches do not deadlock. Requests are answered in request order, each seeing
+   * the ones before it. {@code seen}: the rows the read-first step read (null if it did not run):
+   * only the keys it found absent are inserted, and they are not read again.
    */
-  private List<Claim> batch(Connection c, List<ClaimRequest> requests, boolean learn)
-      throws SQLException {
+  private List<Claim> batch(Connection c, List<ClaimRequest> requests,
+      Map<IdempotencyKey, IdempotencyRecord> seen) throws SQLException {
     Map<IdempotencyKey, List<ClaimRequest>> byKey = new LinkedHashMap<>();
     for (ClaimRequest r : requests) {
       byKey.computeIfAbsent(r.key(), k -> new ArrayList<>(1)).add(r);
@@ -226,43 +239,53 @@ public final class JdbcEngine {
     Map<IdempotencyKey, IdempotencyRecord> before = new HashMap<>();
     Set<IdempotencyKey> inserted = new HashSet<>();
     if (dialect.batchInsertsFirst()) {
+      Map<IdempotencyKey, IdempotencyRecord> known = seen == null ? new HashMap<>()
+          : new HashMap<>(seen);
       List<IdempotencyRecord> fresh = new ArrayList<>(keys.size());
       for (IdempotencyKey k : keys) {
-        fresh.add(ClaimRules.decide(null, byKey.get(k).get(0)).next());
+        if (!known.containsKey(k)) {
+          fresh.add(ClaimRules.decide(null, byKey.get(k).get(0)).next());
+        }
       }
-      inserted.addAll(dialect.insertAll(c, fresh));
+      if (!fresh.isEmpty()) {
+        inserted.addAll(dialect.insertAll(c, fresh));
+      }
       for (IdempotencyRecord r : fresh) {
         if (inserted.contains(r.key())) {
           before.put(r.key(), r);
         }
       }
       List<IdempotencyKey> rest = new ArrayList<>();
+      List<IdempotencyKey> unread = new ArrayList<>();
       for (IdempotencyKey k : keys) {
-        if (learn) {
+        if (seen == null) {
           claimOrder.record(!inserted.contains(k));
         }
         if (!inserted.contains(k)) {
           rest.add(k);
+          if (!known.containsKey(k)) {
+            unread.add(k);
+          }
         }
       }
-      if (!rest.isEmpty()) {
-        Map<IdempotencyKey, IdempotencyRecord> seen = dialect.readAll(c, rest);
-        List<IdempotencyKey> writing = new ArrayList<>();
-        for (IdempotencyKey k : rest) {
-          IdempotencyRecord current = seen.get(k);
-          if (current != null && !writes(current, byKey.get(k))) {
-            before.put(k, current); // answered from the committed row: nothing to lock
-          } else {
-            writing.add(k);
-          }
+      if (!unread.isEmpty()) {
+        known.putAll(dialect.readAll(c, unread));
+      }
+      List<IdempotencyKey> writing = new ArrayList<>();
+      for (IdempotencyKey k : rest) {
+        IdempotencyRecord current = known.get(k);
+        if (current != null && !writes(current, byKey.get(k))) {
+          before.put(k, current); // answered from the committed row: nothing to lock
+        } else {
+          writing.add(k);
         }
-        if (!writing.isEmpty()) {
-          Map<IdempotencyKey, IdempotencyRecord> locked = dialect.lockAll(c, writing);
-          if (locked.size() != writing.size()) {
-            throw new RetryableConflict("a record was deleted during a batch claim");
-          }
-          before.putAll(locked);
+      }
+      if (!writing.isEmpty()) {
+        Map<IdempotencyKey, IdempotencyRecord> locked = dialect.lockAll(c, writing);
+        if (locked.size() != writing.size()) {
+          throw new RetryableConflict("a record was deleted during a batch claim");
         }
+        before.putAll(locked);
       }
     } else {
       for (IdempotencyKey k : keys) {
@@ -531,10 +554,8 @@ public final class JdbcEngine {
    * StoreUnavailableException: {@code mayHaveBeenApplied} false when no connection could be had
    * or the database answered with an error (every write is one autocommit statement or one
    * transaction rolled back on failure), true when the connection was lost under way.
-   */
-  /**
-   * Runs {@code work} on a connection of its own. {@code operation} names it in errors, built only
-   * when one is thrown: the common path pays no string building per call.
+   * {@code operation} names the call in errors, built only when one is thrown: the common path
+   * pays no string building per call.
    */
   private <T> T run(Supplier<String> operation, OnConnection<T> work) {
     for (int attempt = 1; ; attempt++) {
