@@ -89,7 +89,9 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  *
  * <p>Each round also prints the CPU time per operation of this JVM and of the server's processes
  * (the embedded PostgreSQL's postmaster and its children; the private {@code redis-server}), as
- * total (JVM + server) microseconds. Other tenants of the machine do not count in it, so on a
+ * total (JVM + server) microseconds, and on PostgreSQL the WAL bytes per operation
+ * ({@code pg_current_wal_lsn()} around each side; the summary gives Once's WAL per operation as a
+ * ratio to each peer's). The PostgreSQL banner states {@code fsync} and {@code synchronous_commit}. Other tenants of the machine do not count in it, so on a
  * shared machine its ratios are steadier than those of throughput, and once the machine's cores
  * are busy (64 callers on 2 cores) throughput follows its inverse.
  *
@@ -138,6 +140,11 @@ public final class PeersBenchmark {
 
     /** The server's processes, whose CPU time counts with this JVM's. */
     List<ProcessHandle> server() throws Exception;
+
+    /** The server's write-ahead log position in bytes, or -1 where it has none (Redis). */
+    default long walPosition() throws Exception {
+      return -1;
+    }
   }
 
   public static void main(String[] args) throws Exception {
@@ -165,7 +172,7 @@ public final class PeersBenchmark {
                 : target.duplicates(threads, c, keys);
             String title = target.name() + ", " + threads + " thread" + (threads == 1 ? "" : "s")
                 + ", " + (workload.equals("new") ? "new keys" : "duplicates");
-            summary.addAll(run(title, sides, threads, rounds, seconds, target.server()));
+            summary.addAll(run(title, sides, threads, rounds, seconds, target));
           }
         }
       }
@@ -179,28 +186,34 @@ public final class PeersBenchmark {
   // --- measuring -----------------------------------------------------------------------------------
 
   private static List<String> run(String title, List<Side> sides, int threads, int rounds,
-      double seconds, List<ProcessHandle> server) throws Exception {
-    System.out.printf(Locale.ROOT, "%n%s (ops/s; then CPU µs per op: total (this JVM + the server))%n"
-        + "%-8s %-6s", title, "round", "load");
+      double seconds, Target target) throws Exception {
+    List<ProcessHandle> server = target.server();
+    System.out.printf(Locale.ROOT, "%n%s (ops/s; then CPU µs per op: total (this JVM + the"
+        + " server)%s)%n%-8s %-6s", title, target.walPosition() < 0 ? ""
+        : ", and WAL bytes per op", "round", "load");
     for (Side s : sides) {
       System.out.printf(Locale.ROOT, " %17s", s.name());
     }
     System.out.println();
     double[][] scores = new double[rounds][sides.size()];
     double[][] cpu = new double[rounds][sides.size()];
+    double[][] wal = new double[rounds][sides.size()];
     long[][] next = new long[sides.size()][threads];
     for (int round = -1; round < rounds; round++) {
       String loadNow = load();
       double[] row = new double[sides.size()];
       double[] cpuRow = new double[sides.size()];
+      double[] walRow = new double[sides.size()];
       String[] cpuText = new String[sides.size()];
       int first = Math.floorMod(round, sides.size());
       for (int k = 0; k < sides.size(); k++) {
         int i = (first + k) % sides.size();
-        double[] m = measure(threads, seconds, sides.get(i).op(), next[i], server);
+        double[] m = measure(threads, seconds, sides.get(i).op(), next[i], server, target);
         row[i] = m[0];
         cpuRow[i] = m[1];
-        cpuText[i] = String.format(Locale.ROOT, "%.0f (%.0f+%.0f)", m[1], m[2], m[3]);
+        walRow[i] = m[4];
+        cpuText[i] = String.format(Locale.ROOT, "%.0f (%.0f+%.0f)", m[1], m[2], m[3])
+            + (m[4] < 0 ? "" : String.format(Locale.ROOT, " %.0fB", m[4]));
       }
       String label = round < 0 ? "warm-up" : Integer.toString(round + 1);
       System.out.printf(Locale.ROOT, "%-8s %-6s", label, loadNow);
@@ -215,6 +228,7 @@ public final class PeersBenchmark {
       if (round >= 0) {
         scores[round] = row;
         cpu[round] = cpuRow;
+        wal[round] = walRow;
       }
     }
     // Per-round ratios of every Once side against every other side.
@@ -245,6 +259,14 @@ public final class PeersBenchmark {
         line.append(String.format(Locale.ROOT, " | / %s %.2fx [%.2f, %.2f] (%s), CPU/op %.2fx",
             sides.get(p).name(), sorted[rounds / 2], sorted[0], sorted[rounds - 1], perRound,
             cpuRatios[rounds / 2]));
+        if (wal[0][o] >= 0 && wal[0][p] > 0) {
+          double[] walRatios = new double[rounds];
+          for (int r = 0; r < rounds; r++) {
+            walRatios[r] = wal[r][o] / wal[r][p];
+          }
+          Arrays.sort(walRatios);
+          line.append(String.format(Locale.ROOT, ", WAL/op %.2fx", walRatios[rounds / 2]));
+        }
       }
       System.out.println(line);
       lines.add(line.toString());
@@ -253,12 +275,13 @@ public final class PeersBenchmark {
   }
 
   /**
-   * Operations per second of {@code op} on {@code threads} threads for {@code seconds}, and the
-   * CPU time per operation of this JVM and the {@code server}'s processes together (other tenants
-   * of the machine do not count in it).
+   * Operations per second of {@code op} on {@code threads} threads for {@code seconds}; the CPU
+   * time per operation of this JVM and the {@code server}'s processes together, this JVM's and the
+   * server's (other tenants of the machine do not count in it); and the write-ahead log bytes per
+   * operation, or -1 where the target has no log.
    */
   private static double[] measure(int threads, double seconds, Op op, long[] next,
-      List<ProcessHandle> server) throws Exception {
+      List<ProcessHandle> server, Target target) throws Exception {
     AtomicBoolean stop = new AtomicBoolean();
     long[] counts = new long[threads];
     CountDownLatch started = new CountDownLatch(threads);
@@ -284,6 +307,7 @@ public final class PeersBenchmark {
       started.await();
       long jvmBefore = cpu(ProcessHandle.current());
       long serverBefore = cpuNanos(server);
+      long walBefore = target.walPosition();
       long begin = System.nanoTime();
       go.countDown();
       Thread.sleep((long) (seconds * 1000));
@@ -295,7 +319,8 @@ public final class PeersBenchmark {
       long ops = Arrays.stream(counts).sum();
       double jvm = (cpu(ProcessHandle.current()) - jvmBefore) / 1e3 / ops;
       double serverCpu = (cpuNanos(server) - serverBefore) / 1e3 / ops;
-      return new double[] {ops / elapsed, jvm + serverCpu, jvm, serverCpu};
+      double walPerOp = walBefore < 0 ? -1 : (double) (target.walPosition() - walBefore) / ops;
+      return new double[] {ops / elapsed, jvm + serverCpu, jvm, serverCpu, walPerOp};
     } finally {
       pool.shutdownNow();
     }
@@ -460,8 +485,30 @@ public final class PeersBenchmark {
       spring = new JdbcMetadataStore(pool);
       spring.afterPropertiesSet();
       spring.start();
-      System.out.printf(Locale.ROOT, "%nPostgreSQL: %s, HikariCP pool of %d%n", embedded != null
-          ? "embedded (zonky) " + version() : url + " " + version(), poolSize);
+      System.out.printf(Locale.ROOT, "%nPostgreSQL: %s, HikariCP pool of %d, %s%n",
+          embedded != null ? "embedded (zonky) " + version() : url + " " + version(), poolSize,
+          durability());
+    }
+
+    /** The settings that decide what a commit costs: printed with every run. */
+    private String durability() throws SQLException {
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT current_setting('fsync'),"
+              + " current_setting('synchronous_commit'), current_setting('full_page_writes')")) {
+        rs.next();
+        return "fsync=" + rs.getString(1) + ", synchronous_commit=" + rs.getString(2)
+            + ", full_page_writes=" + rs.getString(3);
+      }
+    }
+
+    /** {@code pg_current_wal_lsn()} in bytes: every session's WAL counts, so run it alone. */
+    @Override
+    public long walPosition() throws SQLException {
+      try (Connection c = pool.getConnection(); Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::int8")) {
+        rs.next();
+        return rs.getLong(1);
+      }
     }
 
     private String version() throws SQLException {
