@@ -45,7 +45,9 @@ import net.jqwik.api.lifecycle.BeforeProperty;
  *       repeated completion or failure that was already applied,
  *   <li>decide the same through {@code claimAsync} and {@code completeAsync} (the claims and
  *       completions of every other worker go through them, as {@code Once.callAsync}'s do) as
- *       through {@code claim} and {@code complete}.
+ *       through {@code claim} and {@code complete},
+ *   <li>answer a batch of claims ({@code claimAll}, a key twice in one batch included) as the
+ *       same claims made one after the other.
  * </ul>
  *
  * Extend it with a store over the real server, as for {@link StoreConformanceSuite}.
@@ -93,6 +95,12 @@ public abstract class StoreModelProperties {
 
   record ClaimStep(int worker, int key, int fingerprint) implements Step {}
 
+  /**
+   * Several claims sent as one {@code claimAll}, at one instant: each answered as if claimed
+   * alone, in order, after the ones before it (a key twice in one batch included).
+   */
+  record BatchClaimStep(List<ClaimStep> claims) implements Step {}
+
   record CompleteStep(int worker, int key) implements Step {}
 
   record FailStep(int worker, int key) implements Step {}
@@ -125,6 +133,8 @@ public abstract class StoreModelProperties {
     Arbitrary<Step> step = Arbitraries.frequencyOf(
         Tuple.of(6, Combinators.combine(worker, key, fingerprint)
             .as(ClaimStep::new)),
+        Tuple.of(2, Combinators.combine(worker, key, fingerprint).as(ClaimStep::new)
+            .list().ofMinSize(2).ofMaxSize(4).map(BatchClaimStep::new)),
         Tuple.of(4, Combinators.combine(worker, key)
             .as(CompleteStep::new)),
         Tuple.of(2, Combinators.combine(worker, key).as(FailStep::new)),
@@ -199,6 +209,20 @@ public abstract class StoreModelProperties {
       Instant now = clock.instant();
       if (step instanceof ClaimStep s) {
         claim(s, now);
+      } else if (step instanceof BatchClaimStep b) {
+        List<ClaimRequest> requests = new java.util.ArrayList<>();
+        for (ClaimStep s : b.claims()) {
+          ClaimRequest request = new ClaimRequest(key(s.key()), FINGERPRINTS[s.fingerprint()],
+              now, LEASE, RETENTION);
+          lastClaim[s.worker()][s.key()] = request;
+          requests.add(request);
+        }
+        List<Claim> answers = store.claimAll(requests);
+        assertThat(answers).hasSameSizeAs(requests);
+        for (int i = 0; i < requests.size(); i++) {
+          ClaimStep s = b.claims().get(i);
+          check(s.worker(), s.key(), requests.get(i), answers.get(i));
+        }
       } else if (step instanceof CompleteStep s) {
         String outcome = "w" + s.worker() + "-t" + held[s.worker()][s.key()];
         send(s.worker(), s.key(), new Write(held[s.worker()][s.key()], outcome, null, now));
@@ -317,7 +341,14 @@ public abstract class StoreModelProperties {
       int fingerprint = request.fingerprint().equals(FINGERPRINTS[0]) ? 0 : 1;
       ClaimStep s = new ClaimStep(worker, k, fingerprint);
       // Odd workers claim as Once.callAsync does, through claimAsync: the same decisions.
-      Claim claim = worker % 2 == 1 ? claimAsync(request) : store.claim(request);
+      check(worker, k, request, worker % 2 == 1 ? claimAsync(request) : store.claim(request));
+    }
+
+    /** Checks the store's answer to {@code request} against the model, and moves the model. */
+    void check(int worker, int k, ClaimRequest request, Claim claim) {
+      Instant now = request.now();
+      int fingerprint = request.fingerprint().equals(FINGERPRINTS[0]) ? 0 : 1;
+      ClaimStep s = new ClaimStep(worker, k, fingerprint);
       ModelRecord m = model.get(s.key());
       if (m != null && now.isBefore(m.expiresAt) && m.fingerprint == fingerprint
           && m.status == Status.IN_PROGRESS && now.isBefore(m.leaseUntil)
