@@ -155,6 +155,26 @@ class PostgresClaimOrderTest {
   }
 
   /**
+   * A batch teaches the claim order as one claim does, whatever its size: a batch of 40
+   * duplicates (a coalesced burst of redeliveries) does not switch the single claims around it
+   * to read-first. (It counted once per key before: one such batch switched them.)
+   */
+  @Test
+  void aLargeBatchOfDuplicatesTeachesTheOrderAsOneClaim() {
+    CountingDataSource counting = new CountingDataSource(Databases.Postgres.DATA_SOURCE);
+    JdbcStore store = store(counting).build();
+    Instant now = Instant.now();
+    List<ClaimRequest> batch = new java.util.ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      batch.add(request(completed(store, key("burst-" + i), now), now));
+    }
+    IdempotencyKey done = batch.get(0).key();
+
+    assertThat(store.claimAll(batch)).allMatch(c -> c instanceof Claim.Replay);
+    assertThat(sent(counting, () -> assertReplay(store, done, now))).isEqualTo(INSERT_THEN_READ);
+  }
+
+  /**
    * A batch claim answers a duplicate from the committed row without locking it, in either order:
    * a row another transaction holds locked (a takeover of it, an operator's session) does not hold
    * up the batch's replays and new keys. Before, the batch locked every existing row it met.

@@ -9,7 +9,8 @@ package dev.once.jdbc.internal;
  * single statement does both in one round trip without taxing new keys: a CTE that inserts and
  * reads cost new keys 7–19% of their throughput when measured
  * ({@code PostgresSchemaBenchmark}), so each claim instead takes the order that suits the recent
- * stream: claims report whether they met an existing row, and while more than half of the recent
+ * stream: claims report whether they met an existing row (a batch claim once, whether most of its
+ * keys did: one choice of order), and while more than half of the recent
  * ones did, claims read first. A stream of new keys therefore sends exactly the statements it
  * always did, a stream of duplicates (a consumer re-reading a partition, retrying clients) is
  * answered in one round trip each, and a switch costs at most one extra round trip per claim

@@ -175,16 +175,15 @@ public final class JdbcEngine {
   }
 
   /**
-   * A batch's read-first step, in autocommit: one unlocking read of every key (what it met
-   * teaches the claim order).
+   * A batch's read-first step, in autocommit: one unlocking read of every key. What it met
+   * teaches the claim order as one claim would (whether most keys existed): a batch is one
+   * choice of order, and a large one must not outweigh the single claims around it.
    */
   private Map<IdempotencyKey, IdempotencyRecord> readFirst(Connection c,
       List<ClaimRequest> requests) throws SQLException {
     List<IdempotencyKey> keys = new ArrayList<>(new LinkedHashSet<>(keysOf(requests)));
     Map<IdempotencyKey, IdempotencyRecord> seen = dialect.readAll(c, keys);
-    for (IdempotencyKey k : keys) {
-      claimOrder.record(seen.containsKey(k));
-    }
+    claimOrder.record(seen.size() * 2 > keys.size());
     return seen;
   }
 
@@ -257,10 +256,10 @@ public final class JdbcEngine {
       }
       List<IdempotencyKey> rest = new ArrayList<>();
       List<IdempotencyKey> unread = new ArrayList<>();
+      if (seen == null) {
+        claimOrder.record(inserted.size() * 2 < keys.size()); // one choice, as readFirst's
+      }
       for (IdempotencyKey k : keys) {
-        if (seen == null) {
-          claimOrder.record(!inserted.contains(k));
-        }
         if (!inserted.contains(k)) {
           rest.add(k);
           if (!known.containsKey(k)) {
