@@ -133,12 +133,8 @@ class PostgresBatchClaimTest {
   void aRowPurgedBetweenTheInsertAndTheReadIsClaimedAnew() {
     JdbcStore plain = store(Databases.Postgres.DATA_SOURCE, false);
     IdempotencyKey done = completed(plain, "done-insert-first");
-    IdempotencyKey fresh = key("fresh-insert-first");
-    Hooked hooked = new Hooked(Databases.Postgres.DATA_SOURCE,
-        (sql, auto) -> !auto && isReadAll(sql), () -> delete(done));
-    List<Claim> claims = store(hooked.dataSource, false)
-        .claimAll(List.of(request(done, T0.plusSeconds(1)), request(fresh, T0.plusSeconds(1))));
-    assertThat(hooked.fired).isTrue();
+    List<Claim> claims = claimWithNewKeyPurgingBefore(done, false,
+        (sql, auto) -> !auto && isReadAll(sql));
     assertThat(claims).hasExactlyElementsOfTypes(Claim.Acquired.class, Claim.Acquired.class);
     assertThat(plain.find(done).orElseThrow().token())
         .isEqualTo(((Claim.Acquired) claims.get(0)).token());
@@ -153,14 +149,24 @@ class PostgresBatchClaimTest {
   void aReplayReadFirstAndPurgedBeforeTheInsertStaysAReplayAndPurged() {
     JdbcStore plain = store(Databases.Postgres.DATA_SOURCE, true);
     IdempotencyKey done = completed(plain, "done-read-first");
-    IdempotencyKey fresh = key("fresh-read-first");
-    Hooked hooked = new Hooked(Databases.Postgres.DATA_SOURCE,
-        (sql, auto) -> !auto && sql.startsWith("INSERT"), () -> delete(done));
-    List<Claim> claims = store(hooked.dataSource, true)
-        .claimAll(List.of(request(done, T0.plusSeconds(1)), request(fresh, T0.plusSeconds(1))));
-    assertThat(hooked.fired).isTrue();
+    List<Claim> claims = claimWithNewKeyPurgingBefore(done, true,
+        (sql, auto) -> !auto && sql.startsWith("INSERT"));
     assertThat(claims).hasExactlyElementsOfTypes(Claim.Replay.class, Claim.Acquired.class);
     assertThat(plain.find(done)).isEmpty();
+  }
+
+  /**
+   * Claims {@code done} and a new key in one batch, {@code done}'s row deleted by another session
+   * just before the batch prepares the statement {@code when} picks (which must come).
+   */
+  private List<Claim> claimWithNewKeyPurgingBefore(IdempotencyKey done, boolean readFirst,
+      BiPredicate<String, Boolean> when) {
+    IdempotencyKey fresh = key("fresh-of-" + done.key());
+    Hooked hooked = new Hooked(Databases.Postgres.DATA_SOURCE, when, () -> delete(done));
+    List<Claim> claims = store(hooked.dataSource, readFirst)
+        .claimAll(List.of(request(done, T0.plusSeconds(1)), request(fresh, T0.plusSeconds(1))));
+    assertThat(hooked.fired).isTrue();
+    return claims;
   }
 
   /** An expired lease read unlocked, taken over by someone else before the batch locks it. */

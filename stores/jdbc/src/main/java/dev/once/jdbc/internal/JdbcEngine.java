@@ -181,7 +181,7 @@ public final class JdbcEngine {
    */
   private Map<IdempotencyKey, IdempotencyRecord> readFirst(Connection c,
       List<ClaimRequest> requests) throws SQLException {
-    List<IdempotencyKey> keys = new ArrayList<>(new LinkedHashSet<>(keysOf(requests)));
+    List<IdempotencyKey> keys = distinctKeys(requests);
     Map<IdempotencyKey, IdempotencyRecord> seen = dialect.readAll(c, keys);
     claimOrder.record(seen.size() * 2 > keys.size());
     return seen;
@@ -210,13 +210,15 @@ public final class JdbcEngine {
     return claims;
   }
 
-  private static List<IdempotencyKey> keysOf(List<ClaimRequest> requests) {
-    List<IdempotencyKey> keys = new ArrayList<>(requests.size());
+  /** The batch's keys, each once, in request order. */
+  private static List<IdempotencyKey> distinctKeys(List<ClaimRequest> requests) {
+    Set<IdempotencyKey> keys = new LinkedHashSet<>();
     for (ClaimRequest r : requests) {
       keys.add(r.key());
     }
-    return keys;
+    return new ArrayList<>(keys);
   }
+
 
   /**
    * A batch in one transaction. Keys that exist are read without a lock, and only those whose
