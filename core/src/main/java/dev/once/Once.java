@@ -173,7 +173,8 @@ public final class Once {
     OnceListener listener = Execution.NO_LISTENER;
     Scheduler heartbeat;
     Duration clockSkewMargin = Duration.ZERO;
-    int coalescedCallsInFlight;
+    /** {@link Builder#COALESCE_AS_STORE_SAYS}, 0 (off), or the calls alone before batching. */
+    int coalescedCallsInFlight = Builder.COALESCE_AS_STORE_SAYS;
     java.util.Map<String, Step<?>> steps = new java.util.LinkedHashMap<>();
     int compensationAttempts = Builder.DEFAULT_COMPENSATION_ATTEMPTS;
     /** Null: {@link AsyncExecutors#DEFAULT}. */
@@ -279,11 +280,20 @@ public final class Once {
     }
 
     /**
-     * How many shared store calls of each kind may be in flight when concurrent calls share
-     * batched store calls; 0 when they do not ({@link Builder#coalesceStoreCalls}).
+     * How many store calls of each kind concurrent callers make alone before they share batched
+     * store calls; 0 when they never do ({@link Builder#coalesceStoreCalls}). Unless set, the store
+     * decides ({@link IdempotencyStore#batchesPayUnderLoad}): {@link Builder#DEFAULT_CALLS_ALONE}
+     * where batches pay, else 0, asked now (every call asks it).
      */
     public int coalescedCallsInFlight() {
+      if (coalescedCallsInFlight == Builder.COALESCE_AS_STORE_SAYS) {
+        return store.batchesPayUnderLoad() ? Builder.DEFAULT_CALLS_ALONE : 0;
+      }
       return coalescedCallsInFlight;
+    }
+
+    private boolean coalescingAsStoreSays() {
+      return coalescedCallsInFlight == Builder.COALESCE_AS_STORE_SAYS;
     }
 
     /**
@@ -308,7 +318,8 @@ public final class Once {
           + ", inProgress=" + inProgress + ", failurePolicy=" + failurePolicy
           + ", maxPayloadBytes=" + maxPayloadBytes + ", clock=" + clock + ", heartbeat="
           + (heartbeat != null) + ", clockSkewMargin=" + clockSkewMargin
-          + ", coalescedCallsInFlight=" + coalescedCallsInFlight + ", steps=" + steps.keySet()
+          + ", coalescedCallsInFlight=" + (coalescingAsStoreSays() ? "as the store says"
+              : coalescedCallsInFlight) + ", steps=" + steps.keySet()
           + ", compensationAttempts=" + compensationAttempts + "]";
     }
   }
@@ -329,6 +340,14 @@ public final class Once {
     public static final int MAX_COMPENSATION_ATTEMPTS = 10_000;
     /** Default bound on a stored outcome or checkpoint: 1 MiB. */
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
+    /**
+     * Store calls of each kind that concurrent callers make alone before they share batches, where
+     * the store says batches pay and {@link #coalesceStoreCalls} was not called: 8, a typical
+     * connection pool's size.
+     */
+    public static final int DEFAULT_CALLS_ALONE = 8;
+    /** {@link Config#coalescedCallsInFlight}'s value until set: the store decides. */
+    static final int COALESCE_AS_STORE_SAYS = -1;
 
     private final Config config;
 
@@ -445,24 +464,30 @@ public final class Once {
     }
 
     /**
-     * Lets concurrent calls share batched store calls: a call's claim (and later its completion)
-     * joins a batch call, so many concurrent callers share one round trip through the store's
-     * {@code claimAll} and {@code completeAll} (one statement on PostgreSQL, one pipeline on
-     * Redis). Up to {@code maxCallsInFlight} batch calls of each kind run at once; a call finding
-     * a free slot starts one at once (a lone caller waits for nothing), the others queue and share
-     * the next. A batch the store refuses is repeated call by call, so one bad key never fails
-     * its neighbours. Pays off with many concurrent callers on a networked store: see
-     * docs/benchmarks.md for when, and by how much. 0 (the default) turns it off.
+     * Sets when concurrent calls share batched store calls. While no more than
+     * {@code callsAlone} callers want the store at once (in a claim or a completion, waiting or
+     * calling), each makes its own store call at once, as without coalescing: a lone caller, and
+     * as many callers as the pool has connections, wait for nothing and pay nothing. When more do
+     * (they would queue for a connection anyway), they queue here instead and share batch calls
+     * through the store's {@code claimAll} and {@code completeAll} (one statement and one commit on
+     * PostgreSQL), with at most two such calls of each kind in flight, so that under sustained
+     * load a few large batches serve everyone; back to calls alone when the load falls. A batch
+     * the store refuses is repeated call by call, so one bad key never fails its neighbours.
      *
-     * @param maxCallsInFlight 0 for off, else how many batch calls of each kind may be in flight
-     *     (at most the connection pool's size is useful)
+     * <p>Unless this is called, the store decides ({@link IdempotencyStore#batchesPayUnderLoad}):
+     * on where batches pay (the JDBC store on PostgreSQL), with {@link #DEFAULT_CALLS_ALONE};
+     * off elsewhere (Redis, whose client pipelines concurrent commands already). See
+     * docs/benchmarks.md for what it gains and costs, and where.
+     *
+     * @param callsAlone 0 for off, else how many store calls of each kind callers make alone at
+     *     once before they share batches (the connection pool's size)
      */
-    public Builder coalesceStoreCalls(int maxCallsInFlight) {
-      if (maxCallsInFlight < 0) {
-        throw new IllegalArgumentException("maxCallsInFlight must be 0 (off) or positive, was "
-            + maxCallsInFlight);
+    public Builder coalesceStoreCalls(int callsAlone) {
+      if (callsAlone < 0) {
+        throw new IllegalArgumentException("callsAlone must be 0 (off) or positive, was "
+            + callsAlone);
       }
-      config.coalescedCallsInFlight = maxCallsInFlight;
+      config.coalescedCallsInFlight = callsAlone;
       return this;
     }
 

@@ -119,11 +119,13 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
   @Option(names = "--json", description = "Print the results as one JSON object.")
   boolean json;
 
-  @Option(names = "--coalesce", paramLabel = "N", defaultValue = "0", description = {
-      "Also measure Once with coalesced store calls (Once.Builder.coalesceStoreCalls(N)): "
-          + "concurrent calls share claimAll/completeAll round trips, N of each in flight. Adds "
-          + "the side 'coalesced' to new keys and replays. 0 (default): not measured."})
-  int coalesce;
+  @Option(names = "--coalesce", paramLabel = "N", description = {
+      "Also measure Once built with Once.Builder.coalesceStoreCalls(N): up to N callers call the "
+          + "store alone, more share claimAll/completeAll batches. Adds the side 'coalesced' to "
+          + "new keys and replays; N = 0 adds 'alone' instead (coalescing off), to set against "
+          + "the side 'once', built as by default (which coalesces where the store says batches "
+          + "pay: PostgreSQL). Not given: neither."})
+  Integer coalesce;
 
   @Option(names = "--business-write", description = {
       "SQL stores: every new key also debits an account row, as a payment would. The raw side "
@@ -179,7 +181,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       if (count < 1 || count > MAX_THREADS) {
         throw invalid("--threads must be between 1 and " + MAX_THREADS + ", was " + count);
       }
-      if (coalesce < 0 || coalesce > count) {
+      if (coalesce != null && (coalesce < 0 || coalesce > count)) {
         throw invalid("--coalesce must be between 0 (off) and --threads (" + count + "), was "
             + coalesce);
       }
@@ -229,8 +231,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
         opened.createSchema();
         Accounts accounts = businessWrite ? new Accounts(opened.dataSource(), threads) : null;
         Once once = Once.builder(opened.store()).build();
-        Once coalesced = coalesce > 0 ? once.toBuilder().coalesceStoreCalls(coalesce).build()
-            : null;
+        Once coalesced = coalesce != null
+            ? once.toBuilder().coalesceStoreCalls(coalesce).build() : null;
         if (!json) {
           out.printf(Locale.ROOT, "once bench: %s, %d threads, %s measured per side, workload "
                   + "and round after %s warm-up, %d round%s%s%n%n", opened.describe(), threads,
@@ -239,7 +241,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
           out.flush();
         }
         List<Measurement> results = new ArrayList<>();
-        long total = (long) ((opened.store() instanceof JdbcStore ? 5 : 4) + (coalesce > 0 ? 2 : 0))
+        long total = (long) ((opened.store() instanceof JdbcStore ? 5 : 4)
+            + (coalesce != null ? 2 : 0))
             * rounds;
         AtomicLong done = new AtomicLong();
         // Key numbers never repeat across threads, rounds and warm-ups (a counter per thread would
@@ -270,7 +273,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
                   "replay-" + run + "-" + ThreadLocalRandom.current().nextInt(REPLAY_KEYS))),
               replaySide("once", "Once.call: replay of the stored outcome", once)));
           if (coalesced != null) {
-            replaySides.add(replaySide("coalesced", "Once.call, coalesced store calls: replay",
+            replaySides.add(replaySide(coalescedName(), coalescedDescription() + ": replay",
                 coalesced));
           }
           results.addAll(compare("replays", measure, warm, done,
@@ -318,7 +321,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     if (virtualThreads < 1 || virtualThreads > 10_000) {
       throw invalid("--virtual-threads must be between 1 and 10000, was " + virtualThreads);
     }
-    if (json || coalesce > 0 || businessWrite) {
+    if (json || coalesce != null || businessWrite) {
       throw invalid("--virtual-threads does not take --json, --coalesce or --business-write");
     }
     Duration sleep = parseDuration("--work", work);
@@ -377,6 +380,16 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
     });
   }
 
+  /** The side of {@code --coalesce N}. */
+  private String coalescedName() {
+    return coalesce == 0 ? "alone" : "coalesced";
+  }
+
+  private String coalescedDescription() {
+    return coalesce == 0 ? "Once.call, coalesceStoreCalls(0): every call alone"
+        : "Once.call, coalesceStoreCalls(" + coalesce + ")";
+  }
+
   private Side replaySide(String name, String description, Once on) {
     return new Side(name, description, t -> () -> on.call(
         IdempotencyKey.of("bench", "replay-" + run + "-"
@@ -394,11 +407,13 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       Accounts accounts) {
     List<Side> sides = new ArrayList<>();
     String debit = accounts == null ? "" : " (debit in autocommit)";
-    sides.add(newKeySide("once", "Once.call: claim + run + complete" + debit, once, keys,
-        accounts));
+    int callsAlone = once.config().coalescedCallsInFlight();
+    sides.add(newKeySide("once", "Once.call" + (callsAlone > 0
+        ? " (by default: batches past " + callsAlone + " callers)" : "")
+        + ": claim + run + complete" + debit, once, keys, accounts));
     if (coalesced != null) {
-      sides.add(newKeySide("coalesced", "Once.call, coalesced store calls: claim + run + "
-          + "complete" + debit, coalesced, keys, accounts));
+      sides.add(newKeySide(coalescedName(), coalescedDescription() + ": claim + run + complete"
+          + debit, coalesced, keys, accounts));
     }
     if (opened.store() instanceof JdbcStore jdbc) {
       TransactionalOnce tx = TransactionalOnce.builder(jdbc).build();

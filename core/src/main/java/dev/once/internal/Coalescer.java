@@ -3,18 +3,34 @@ package dev.once.internal;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.Condition;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
 /**
- * Runs the concurrent requests of one kind (claims, completions) as shared batch calls, as a
- * database's group commit does: a request joins the queue; when fewer than {@code parallelism}
- * calls are in flight, its caller becomes a leader at once and makes one call for everything
- * queued (up to {@code maxBatch}, in arrival order). A lone caller makes its own single call
- * immediately — no fixed wait, so its latency does not change — and callers that arrive while
- * every call slot is busy share the next call, so under load one round trip serves many callers
- * while the store still works on several calls at once.
+ * Runs the concurrent requests of one kind (claims, completions) as shared batch calls when, and
+ * only when, more callers want the store than it can serve at once, as a database's group commit
+ * does.
+ *
+ * <p>What decides is the <b>demand</b>: how many callers are in the store's coalescers at this
+ * moment (this one and its siblings: a call's claim and its completion count as one caller each
+ * while they wait or call). While the demand is at most {@code callsAlone}, a caller that finds
+ * nobody queued and fewer than {@code callsAlone} calls in flight makes its own single call at
+ * once: a lone caller, or as many callers as the store has connections for, pay nothing for
+ * coalescing (no wait, no hand-off, no allocation). Above it, callers would queue for a
+ * connection anyway; they queue here instead, at most {@code batchCalls} calls are in flight, and
+ * each call that ends hands its slot, with every request queued (up to {@code maxBatch}, oldest
+ * first), to the oldest waiting caller. Under sustained load a few large batches cost the store
+ * far less per request than many small calls (one statement and one commit for many keys). The
+ * demand counts the callers in sibling coalescers because callers answered together by one batch
+ * arrive together at the next: an empty queue at that moment says nothing about the load.
+ *
+ * <p>Hand-offs cost one wake-up each: a leader that has its answers sets each caller's answer and
+ * wakes that caller alone (it does not take the lock again), and hands its slot to the oldest
+ * waiting caller, which takes its batch from the queue when it wakes (so that callers queued
+ * meanwhile join it). The lock guards only the queue and the count of calls in flight, never a
+ * store call.
  *
  * <p>A batch call that fails is repeated request by request (each caller then gets its own
  * answer or failure), so one request the store refuses cannot fail the others. That is safe
@@ -26,65 +42,141 @@ import java.util.function.Function;
 final class Coalescer<Q, R> {
 
   private final int maxBatch;
-  private final int parallelism;
+  private final int callsAlone;
+  private final int batchCalls;
   private final Function<Q, R> single;
   private final Function<List<Q>, List<R>> batch;
   private final ReentrantLock lock = new ReentrantLock();
   private final ArrayDeque<Pending<Q, R>> queue = new ArrayDeque<>();
-  /** How many leaders are calling the store. Guarded by {@link #lock}. */
+  /** Calls in flight, counting slots handed to a woken leader. Guarded by {@link #lock}. */
   private int calling;
+  /** Callers in this coalescer and its siblings now: the demand. */
+  private final AtomicInteger demand;
 
   /**
-   * @param parallelism how many calls may be in flight at once
-   * @param single one request alone (a lone caller, and the fallback of a failed batch)
+   * @param callsAlone how many single calls may be in flight while nobody queues
+   * @param batchCalls how many calls may be in flight once callers queue (at most callsAlone)
+   * @param demand     counts the callers in this coalescer and in its siblings (shared with them)
+   * @param single one request alone (a caller alone, and the fallback of a failed batch)
    * @param batch  many at once: one answer per request, in order
    */
-  Coalescer(int maxBatch, int parallelism, Function<Q, R> single,
-      Function<List<Q>, List<R>> batch) {
+  Coalescer(int maxBatch, int callsAlone, int batchCalls, AtomicInteger demand,
+      Function<Q, R> single, Function<List<Q>, List<R>> batch) {
+    if (batchCalls < 1 || batchCalls > callsAlone) {
+      throw new IllegalArgumentException("batchCalls must be between 1 and " + callsAlone);
+    }
     this.maxBatch = maxBatch;
-    this.parallelism = parallelism;
+    this.callsAlone = callsAlone;
+    this.batchCalls = batchCalls;
+    this.demand = demand;
     this.single = single;
     this.batch = batch;
   }
 
-  /** The answer to {@code request}, from a call it shares with the requests queued with it. */
+  /** The answer to {@code request}: from a call of its own, or one it shares with others. */
   R call(Q request) {
-    lock.lock();
+    demand.incrementAndGet();
     try {
-      Pending<Q, R> mine = new Pending<>(request, lock.newCondition());
-      queue.add(mine);
-      while (!mine.done) {
-        if (calling >= parallelism || queue.isEmpty()) {
-          // Woken only when answered, or to lead the next call: not by every call that ends.
-          mine.wake.awaitUninterruptibly();
-          continue;
-        }
-        calling++;
-        List<Pending<Q, R>> taken = new ArrayList<>(Math.min(queue.size(), maxBatch));
-        while (!queue.isEmpty() && taken.size() < maxBatch) {
-          taken.add(queue.poll());
-        }
-        if (!queue.isEmpty() && calling < parallelism) {
-          queue.peek().wake.signal(); // more than one call's worth, and a free slot: lead it
-        }
-        lock.unlock();
+      return callCounted(request);
+    } finally {
+      demand.decrementAndGet();
+    }
+  }
+
+  /** How many calls may be in flight at the current demand. */
+  private int slots() {
+    return demand.get() <= callsAlone ? callsAlone : batchCalls;
+  }
+
+  private R callCounted(Q request) {
+    lock.lock();
+    if (queue.isEmpty() && calling < slots()) {
+      // A free slot and nobody waiting: call alone, with nothing to allocate or hand over.
+      calling++;
+      lock.unlock();
+      try {
+        return single.apply(request);
+      } finally {
+        handOver();
+      }
+    }
+    Pending<Q, R> mine = new Pending<>(request, Thread.currentThread());
+    queue.add(mine);
+    List<Pending<Q, R>> taken = null;
+    if (calling < slots()) {
+      calling++;
+      taken = take();
+    }
+    lock.unlock();
+    boolean interrupted = false;
+    while (true) {
+      if (taken != null) {
         try {
           run(taken);
         } finally {
-          lock.lock();
-          calling--;
-          for (Pending<Q, R> p : taken) {
-            p.wake.signal();
-          }
-          Pending<Q, R> next = queue.peek();
-          if (next != null) {
-            next.wake.signal(); // the oldest waiting request leads the next call
-          }
+          handOver();
         }
       }
-      return mine.answer();
+      while (mine.state == Pending.WAITING) {
+        LockSupport.park(this);
+        interrupted |= Thread.interrupted(); // uninterruptible, as a store call is
+      }
+      if (mine.state == Pending.DONE) {
+        break;
+      }
+      // LEAD: a call that ended took this request out of the queue and handed its caller its
+      // slot. The batch is taken now, not then: what queued while this caller woke joins it.
+      mine.state = Pending.WAITING; // no one else writes it: it is out of the queue
+      lock.lock();
+      try {
+        taken = take(mine);
+      } finally {
+        lock.unlock();
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return mine.answer();
+  }
+
+  /** Up to {@link #maxBatch} of the oldest waiting requests. Call with the lock held. */
+  private List<Pending<Q, R>> take() {
+    return take(null);
+  }
+
+  /** {@code first} (if not null), then the oldest waiting requests, up to {@link #maxBatch}. */
+  private List<Pending<Q, R>> take(Pending<Q, R> first) {
+    List<Pending<Q, R>> taken = new ArrayList<>(Math.min(queue.size() + 1, maxBatch));
+    if (first != null) {
+      taken.add(first);
+    }
+    while (!queue.isEmpty() && taken.size() < maxBatch) {
+      taken.add(queue.poll());
+    }
+    return taken;
+  }
+
+  /**
+   * Ends a call: gives its slot to the oldest waiting request, to lead the next batch, or gives
+   * the slot up (nobody waits, or more calls are in flight than the demand allows: fewer, larger
+   * batches, and a call still in flight serves the queue).
+   */
+  private void handOver() {
+    Pending<Q, R> leader = null;
+    lock.lock();
+    try {
+      if (queue.isEmpty() || calling > slots()) {
+        calling--;
+      } else {
+        leader = queue.poll(); // out of the queue: nobody else can take it into a batch
+        leader.state = Pending.LEAD;
+      }
     } finally {
       lock.unlock();
+    }
+    if (leader != null) {
+      LockSupport.unpark(leader.waiter);
     }
   }
 
@@ -112,49 +204,55 @@ final class Coalescer<Q, R> {
       } catch (Error e) {
         // Every caller must learn of it, or it would wait for an answer forever.
         for (Pending<Q, R> p : taken) {
-          p.fail(e);
+          p.finish(null, e);
         }
         return;
       }
       if (answers != null && answers.size() == taken.size()) {
         for (int i = 0; i < taken.size(); i++) {
-          taken.get(i).succeed(answers.get(i));
+          taken.get(i).finish(answers.get(i), null);
         }
         return;
       }
     }
     for (Pending<Q, R> p : taken) {
+      R answer;
       try {
-        p.succeed(single.apply(p.request));
+        answer = single.apply(p.request);
       } catch (RuntimeException | Error e) {
-        p.fail(e);
+        p.finish(null, e);
+        continue;
       }
+      p.finish(answer, null);
     }
   }
 
   /** One caller's request and, once done, its answer or failure. */
   private static final class Pending<Q, R> {
+    static final int WAITING = 0;
+    /** Its caller leads the next batch, with the slot of a call that ended. */
+    static final int LEAD = 1;
+    static final int DONE = 2;
+
     final Q request;
-    /** Signalled when answered, or when this request's caller may lead the next call. */
-    final Condition wake;
-    /** Set by the leader before it takes the lock again; read under the lock. */
-    boolean done;
+    final Thread waiter;
     R answer;
     Throwable failure;
+    volatile int state;
 
-    Pending(Q request, Condition wake) {
+    Pending(Q request, Thread waiter) {
       this.request = request;
-      this.wake = wake;
+      this.waiter = waiter;
     }
 
-    void succeed(R value) {
+    /** Answers this request and wakes its caller (unless the caller is the one answering). */
+    void finish(R value, Throwable e) {
       answer = value;
-      done = true;
-    }
-
-    void fail(Throwable e) {
       failure = e;
-      done = true;
+      state = DONE; // volatile: publishes the answer
+      if (waiter != Thread.currentThread()) {
+        LockSupport.unpark(waiter);
+      }
     }
 
     R answer() {

@@ -37,10 +37,8 @@ public final class Execution {
 
   private final Once.Config config;
   final StoreCalls store;
-  /** Claims shared with concurrent callers ({@code coalesceStoreCalls}), or null when off. */
-  private final Coalescer<ClaimRequest, Claim> claims;
-  /** Completions shared with concurrent callers: true when stored, false when the lease is lost. */
-  private final Coalescer<Completion, Boolean> completions;
+  /** Claims and completions shared with concurrent callers; made by the first call coalesced. */
+  private volatile Coalescers coalescers;
 
   /**
    * Whether the store has an asynchronous claim, or completion, of its own. When it only inherits
@@ -61,15 +59,6 @@ public final class Execution {
     this.ownCompleteAsync = overrides(config.store(), "completeAsync", IdempotencyKey.class,
         long.class, Outcome.class, Instant.class, Duration.class,
         java.util.concurrent.Executor.class);
-    int inFlight = config.coalescedCallsInFlight();
-    if (inFlight > 0) {
-      this.claims = new Coalescer<>(MAX_COALESCED, inFlight, store::claim, store::claimAll);
-      this.completions = new Coalescer<>(MAX_COALESCED, inFlight, this::completeOne,
-          this::completeMany);
-    } else {
-      this.claims = null;
-      this.completions = null;
-    }
   }
 
   /** Whether {@code store}'s class overrides the SPI's default method {@code name}. */
@@ -83,11 +72,51 @@ public final class Execution {
     }
   }
 
+  /**
+   * A call's claim and its completion, each shared with concurrent callers' (completions answer
+   * true when stored, false when the lease was lost). One demand for both: see {@link Coalescer}.
+   */
+  private record Coalescers(Coalescer<ClaimRequest, Claim> claims,
+      Coalescer<Completion, Boolean> completions) {}
+
+  /** How many batch calls of each kind may be in flight once callers queue: fewer, larger. */
+  static final int BATCH_CALLS_IN_FLIGHT = 2;
+
+  /**
+   * The coalescers, if this call's store calls are to be shared ({@code coalesceStoreCalls}, or
+   * the store's {@code batchesPayUnderLoad}, asked now); null if not.
+   */
+  private Coalescers coalescers() {
+    int callsAlone = config.coalescedCallsInFlight();
+    if (callsAlone == 0) {
+      return null;
+    }
+    Coalescers c = coalescers;
+    if (c != null) {
+      return c;
+    }
+    synchronized (this) {
+      // callsAlone is fixed when set, and else always the default: one pair serves every call.
+      if (coalescers == null) {
+        java.util.concurrent.atomic.AtomicInteger demand =
+            new java.util.concurrent.atomic.AtomicInteger();
+        int batchCalls = Math.min(callsAlone, BATCH_CALLS_IN_FLIGHT);
+        coalescers = new Coalescers(
+            new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, store::claim,
+                store::claimAll),
+            new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, this::completeOne,
+                this::completeMany));
+      }
+      return coalescers;
+    }
+  }
+
   private Claim claimOnce(CallEvents events, ClaimRequest request) {
-    if (claims == null) {
+    Coalescers shared = coalescers();
+    if (shared == null) {
       return store.forCall(events).claim(request);
     }
-    return shared(events, "claim", () -> claims.call(request));
+    return shared(events, "claim", () -> shared.claims().call(request));
   }
 
   /**
@@ -302,7 +331,7 @@ public final class Execution {
   private <T> void succeededAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
       long started, AttemptImpl attempt, Scheduler.Task heartbeat, Codec<T> codec, T value,
       CompletableFuture<Result<T>> answer) {
-    if (!ownCompleteAsync || completions != null || attempt.committedFailure() != null) {
+    if (!ownCompleteAsync || coalescers() != null || attempt.committedFailure() != null) {
       // On the executor's thread already: the blocking way, as the SPI's default would run it.
       answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec, value));
       return;
@@ -355,7 +384,7 @@ public final class Execution {
     CallEvents events = CallEvents.start(config.listener(), config.ticker(), key);
     java.util.concurrent.Executor executor = config.asyncExecutor();
     try {
-      if (claims != null || !ownClaimAsync) {
+      if (!ownClaimAsync || coalescers() != null) {
         // Coalesced claims wait for their shared batch call, and a store without an asynchronous
         // claim of its own blocks for it: on the executor, one task.
         executor.execute(() -> startAsync(events, key, fingerprint, codec, work, answer,
@@ -619,11 +648,12 @@ public final class Execution {
   }
 
   private void writeOutcome(CallEvents events, IdempotencyKey key, long token, Outcome outcome) {
-    if (completions == null) {
+    Coalescers shared = coalescers();
+    if (shared == null) {
       store.forCall(events).complete(key, token, outcome, config.clock().instant(),
           config.retention());
     } else if (!shared(events, "complete",
-        () -> completions.call(new Completion(key, token, outcome)))) {
+        () -> shared.completions().call(new Completion(key, token, outcome)))) {
       throw new LeaseLostException(key, token);
     }
   }

@@ -12,6 +12,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -69,7 +70,7 @@ class CoalescerTest {
 
   @Test
   void aLoneCallerCallsAloneAndAtOnce() {
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, this::one, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(), this::one, this::many);
 
     assertThat(coalescer.call("a")).isEqualTo("A");
     assertThat(coalescer.call("b")).isEqualTo("B");
@@ -78,7 +79,7 @@ class CoalescerTest {
 
   @Test
   void callersArrivingDuringACallShareTheNextInArrivalOrderBoundedInSize() throws Exception {
-    Coalescer<String, String> coalescer = new Coalescer<>(3, 1, this::one, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(3, 1, 1, new AtomicInteger(), this::one, this::many);
     Future<String> first = threads.submit(() -> coalescer.call("first"));
     await(firstCallEntered);
     List<Future<String>> queued = new ArrayList<>();
@@ -100,7 +101,7 @@ class CoalescerTest {
 
   @Test
   void aRefusedBatchIsRepeatedRequestByRequestSoOnlyTheBadOneFails() throws Exception {
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, this::one, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(), this::one, this::many);
     Future<String> first = threads.submit(() -> coalescer.call("first"));
     await(firstCallEntered);
     Future<String> good = threads.submit(() -> coalescer.call("good"));
@@ -117,6 +118,142 @@ class CoalescerTest {
     assertThat(calls).containsExactly("one:first", "many:[good, bad]", "one:good", "one:bad");
   }
 
+  /** Requests named "hold…" block in their single call until {@link #release}d. */
+  private final java.util.Map<String, CountDownLatch[]> holds =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** A store call for {@code request} that blocks until released; returns when it has begun. */
+  private Future<String> callHeld(Coalescer<String, String> coalescer, String request) {
+    CountDownLatch[] latches = {new CountDownLatch(1), new CountDownLatch(1)};
+    holds.put(request, latches);
+    Future<String> answer = threads.submit(() -> coalescer.call(request));
+    await(latches[0]);
+    return answer;
+  }
+
+  private void release(String request) {
+    holds.get(request)[1].countDown();
+  }
+
+  private String holding(String request) {
+    CountDownLatch[] latches = holds.get(request);
+    if (latches != null) {
+      latches[0].countDown();
+      await(latches[1]);
+    }
+    return one(request);
+  }
+
+  @Test
+  void callersNoMoreThanCallsAloneEachCallAloneAtOnce() throws Exception {
+    Coalescer<String, String> coalescer =
+        new Coalescer<>(8, 3, 1, new AtomicInteger(), this::holding, this::many);
+
+    List<String> requests = List.of("hold-a", "hold-b", "hold-c");
+    List<Future<String>> held = new ArrayList<>();
+    for (String r : requests) {
+      held.add(callHeld(coalescer, r)); // returns once its own call has begun: nobody waited
+    }
+    assertThat(coalescer.queued()).isZero();
+    requests.forEach(this::release);
+
+    for (Future<String> f : held) {
+      assertThat(f.get(30, TimeUnit.SECONDS)).startsWith("HOLD-");
+    }
+    assertThat(calls).containsExactlyInAnyOrder("one:hold-a", "one:hold-b", "one:hold-c");
+  }
+
+  @Test
+  void callersBeyondCallsAloneQueueAndShareOneBatchOnceTheCallsInFlightShrink() throws Exception {
+    Coalescer<String, String> coalescer =
+        new Coalescer<>(8, 2, 1, new AtomicInteger(), this::holding, this::many);
+    Future<String> a = callHeld(coalescer, "hold-a");
+    Future<String> b = callHeld(coalescer, "hold-b");
+    List<Future<String>> queued = new ArrayList<>();
+    for (String r : List.of("c", "d", "e")) {
+      queued.add(threads.submit(() -> coalescer.call(r)));
+      waitUntilQueued(coalescer, queued.size());
+    }
+
+    // Demand is 5, above 2 alone: one batch call at a time. The first call to end gives its slot
+    // up (the other still in flight will serve the queue), so nothing is called yet.
+    release("hold-a");
+    assertThat(a.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-A");
+    assertThat(coalescer.queued()).isEqualTo(3);
+    release("hold-b");
+
+    assertThat(b.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-B");
+    for (Future<String> f : queued) {
+      assertThat(f.get(30, TimeUnit.SECONDS)).isIn("C", "D", "E");
+    }
+    assertThat(calls).containsExactly("one:hold-a", "one:hold-b", "many:[c, d, e]");
+
+    // The load gone, a caller calls alone again.
+    assertThat(coalescer.call("f")).isEqualTo("F");
+    assertThat(calls).endsWith("one:f");
+  }
+
+  /**
+   * Callers answered together by one coalescer arrive together at its sibling (claims, then
+   * completions): the sibling must count them, or each would find its queue empty and call alone.
+   */
+  @Test
+  void callersInASiblingCoalescerCountTowardsTheDemand() throws Exception {
+    AtomicInteger demand = new AtomicInteger();
+    Coalescer<String, String> claims =
+        new Coalescer<>(8, 2, 1, demand, this::holding, this::many);
+    Coalescer<String, String> completions =
+        new Coalescer<>(8, 2, 1, demand, this::holding, this::many);
+    Future<String> claiming = callHeld(claims, "hold-claim");
+    Future<String> completing = callHeld(completions, "hold-complete");
+
+    // Alone, this coalescer has one call in flight and room for two; with its sibling's caller
+    // the demand is 3, above 2, so it batches: one call in flight, and this caller queues.
+    Future<String> next = threads.submit(() -> completions.call("x"));
+    waitUntilQueued(completions, 1);
+
+    release("hold-complete");
+    assertThat(completing.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-COMPLETE");
+    assertThat(next.get(30, TimeUnit.SECONDS)).isEqualTo("X");
+    release("hold-claim");
+    assertThat(claiming.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-CLAIM");
+    assertThat(demand).hasValue(0);
+  }
+
+  @Test
+  void aCallAloneThatFailsFreesItsSlot() {
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(),
+        this::one, this::many);
+
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> coalescer.call("bad"))
+        .hasMessage("refused bad");
+
+    assertThat(coalescer.call("next")).isEqualTo("NEXT");
+    assertThat(calls).containsExactly("one:bad", "one:next");
+  }
+
+  @Test
+  void aQueuedCallerInterruptedStillGetsItsAnswerAndKeepsItsInterrupt() throws Exception {
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(),
+        this::holding, this::many);
+    Future<String> first = callHeld(coalescer, "hold-first");
+    java.util.concurrent.atomic.AtomicReference<Thread> waiter =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Future<Boolean> interruptedAfter = threads.submit(() -> {
+      waiter.set(Thread.currentThread());
+      String answer = coalescer.call("b");
+      return answer.equals("B") && Thread.currentThread().isInterrupted();
+    });
+    waitUntilQueued(coalescer, 1);
+
+    waiter.get().interrupt();
+    assertThat(coalescer.queued()).as("an interrupt does not take a request out").isEqualTo(1);
+    release("hold-first");
+
+    assertThat(first.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-FIRST");
+    assertThat(interruptedAfter.get(30, TimeUnit.SECONDS)).isTrue();
+  }
+
   /**
    * Racing on platform and on virtual threads (JDK 21+; skipped before). Core's tests cannot use
    * once-testkit's {@code Racers} (the testkit depends on core), hence the reflection here.
@@ -126,8 +263,12 @@ class CoalescerTest {
   @Tag("races")
   void manyRealThreadsEachGetTheirOwnAnswer(String kind) throws Exception {
     ExecutorService threads = kind.equals("virtual") ? virtualThreads() : this.threads;
-    Coalescer<String, String> coalescer = new Coalescer<>(16, 4,
+    AtomicInteger demand = new AtomicInteger();
+    Coalescer<String, String> coalescer = new Coalescer<>(16, 4, 2, demand,
         r -> r.toUpperCase(), rs -> rs.stream().map(String::toUpperCase).toList());
+    // A sibling sharing the demand, as a call's completion shares it with its claim.
+    Coalescer<String, String> sibling = new Coalescer<>(16, 4, 2, demand,
+        r -> r.toLowerCase(), rs -> rs.stream().map(String::toLowerCase).toList());
     List<Future<Boolean>> results = new ArrayList<>();
     CountDownLatch start = new CountDownLatch(1);
     for (int t = 0; t < 32; t++) {
@@ -136,7 +277,8 @@ class CoalescerTest {
         await(start);
         for (int i = 0; i < 500; i++) {
           String request = "t" + thread + "-" + i;
-          if (!coalescer.call(request).equals(request.toUpperCase())) {
+          if (!coalescer.call(request).equals(request.toUpperCase())
+              || !sibling.call(request.toUpperCase()).equals(request)) {
             return false;
           }
         }
@@ -148,6 +290,8 @@ class CoalescerTest {
       for (Future<Boolean> r : results) {
         assertThat(r.get(60, TimeUnit.SECONDS)).isTrue();
       }
+      assertThat(demand).hasValue(0);
+      assertThat(coalescer.queued()).isZero();
     } finally {
       threads.shutdownNow();
     }
