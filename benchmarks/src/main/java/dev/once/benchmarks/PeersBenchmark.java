@@ -59,9 +59,11 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  * by every side; pgjdbc):
  *
  * <ul>
- *   <li>{@code once}: {@link Once#call} over {@link JdbcStore} (lease mode): claim, empty logic,
- *       completion under the fencing token; a duplicate is answered with the stored outcome.
- *   <li>{@code once c=n}: the same with {@link Once.Builder#coalesceStoreCalls coalesceStoreCalls(n)}.
+ *   <li>{@code once}: {@link Once#call} over {@link JdbcStore} (lease mode) with coalescing off
+ *       ({@code coalesceStoreCalls(0)}): claim, empty logic, completion under the fencing token; a
+ *       duplicate is answered with the stored outcome.
+ *   <li>{@code once c=n}: the same with {@link Once.Builder#coalesceStoreCalls coalesceStoreCalls(n)};
+ *       {@code once c=8} is what a {@code Once} built by default does on PostgreSQL.
  *   <li>{@code raw insert}: one {@code INSERT … ON CONFLICT DO NOTHING} (autocommit) into the
  *       articles' table; on a duplicate it inserts nothing.
  *   <li>{@code raw insert+update}: that insert, then {@code UPDATE … SET status='completed',
@@ -407,7 +409,7 @@ public final class PeersBenchmark {
     }
   }
 
-  /** The Once sides: plain, then one per coalescing setting. */
+  /** The Once sides: coalescing off, then one per coalescing setting. */
   private static Map<String, Once> onceSides(dev.once.spi.IdempotencyStore store,
       List<Integer> coalesce) {
     Map<String, Once> sides = new LinkedHashMap<>();

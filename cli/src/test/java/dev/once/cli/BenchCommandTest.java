@@ -134,6 +134,22 @@ class BenchCommandTest {
   }
 
   @Test
+  void coalesceZeroAddsOnceWithCoalescingOffAndNAddsCoalescedSides() {
+    Run off = bench("--store", "memory:", "--coalesce", "0");
+    assertThat(off.exitCode()).as(off.err()).isZero();
+    assertThat(off.results()).extracting(m -> m.workload() + "/" + m.variant())
+        .containsExactly("new keys/raw", "new keys/once", "new keys/alone", "replays/raw",
+            "replays/once", "replays/alone");
+    assertThat(off.out()).contains("coalesceStoreCalls(0): every call alone");
+
+    Run on = bench("--store", "memory:", "--coalesce", "2");
+    assertThat(on.exitCode()).as(on.err()).isZero();
+    assertThat(on.results()).extracting(m -> m.variant()).contains("coalesced")
+        .doesNotContain("alone");
+    assertThat(on.out()).contains("coalesceStoreCalls(2)");
+  }
+
+  @Test
   void severalThreadCountsRunTheWholeComparisonForEach() {
     Run run = bench("--store", "memory:", "--threads", "1,3");
 
