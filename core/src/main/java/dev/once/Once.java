@@ -173,8 +173,7 @@ public final class Once {
     OnceListener listener = Execution.NO_LISTENER;
     Scheduler heartbeat;
     Duration clockSkewMargin = Duration.ZERO;
-    /** {@link Builder#COALESCE_AS_STORE_SAYS}, 0 (off), or the calls alone before batching. */
-    int coalescedCallsInFlight = Builder.COALESCE_AS_STORE_SAYS;
+    int coalescedCallsInFlight;
     java.util.Map<String, Step<?>> steps = new java.util.LinkedHashMap<>();
     int compensationAttempts = Builder.DEFAULT_COMPENSATION_ATTEMPTS;
     /** Null: {@link AsyncExecutors#DEFAULT}. */
@@ -281,19 +280,10 @@ public final class Once {
 
     /**
      * How many store calls of each kind concurrent callers make alone before they share batched
-     * store calls; 0 when they never do ({@link Builder#coalesceStoreCalls}). Unless set, the store
-     * decides ({@link IdempotencyStore#batchesPayUnderLoad}): {@link Builder#DEFAULT_CALLS_ALONE}
-     * where batches pay, else 0, asked now (every call asks it).
+     * store calls; 0 when they never do (the default; {@link Builder#coalesceStoreCalls}).
      */
     public int coalescedCallsInFlight() {
-      if (coalescedCallsInFlight == Builder.COALESCE_AS_STORE_SAYS) {
-        return store.batchesPayUnderLoad() ? Builder.DEFAULT_CALLS_ALONE : 0;
-      }
       return coalescedCallsInFlight;
-    }
-
-    private boolean coalescingAsStoreSays() {
-      return coalescedCallsInFlight == Builder.COALESCE_AS_STORE_SAYS;
     }
 
     /**
@@ -318,8 +308,7 @@ public final class Once {
           + ", inProgress=" + inProgress + ", failurePolicy=" + failurePolicy
           + ", maxPayloadBytes=" + maxPayloadBytes + ", clock=" + clock + ", heartbeat="
           + (heartbeat != null) + ", clockSkewMargin=" + clockSkewMargin
-          + ", coalescedCallsInFlight=" + (coalescingAsStoreSays() ? "as the store says"
-              : coalescedCallsInFlight) + ", steps=" + steps.keySet()
+          + ", coalescedCallsInFlight=" + coalescedCallsInFlight + ", steps=" + steps.keySet()
           + ", compensationAttempts=" + compensationAttempts + "]";
     }
   }
@@ -340,14 +329,6 @@ public final class Once {
     public static final int MAX_COMPENSATION_ATTEMPTS = 10_000;
     /** Default bound on a stored outcome or checkpoint: 1 MiB. */
     public static final int DEFAULT_MAX_PAYLOAD_BYTES = 1 << 20;
-    /**
-     * Store calls of each kind that concurrent callers make alone before they share batches, where
-     * the store says batches pay and {@link #coalesceStoreCalls} was not called: 8, a typical
-     * connection pool's size.
-     */
-    public static final int DEFAULT_CALLS_ALONE = 8;
-    /** {@link Config#coalescedCallsInFlight}'s value until set: the store decides. */
-    static final int COALESCE_AS_STORE_SAYS = -1;
 
     private final Config config;
 
@@ -474,13 +455,14 @@ public final class Once {
      * load a few large batches serve everyone; back to calls alone when the load falls. A batch
      * the store refuses is repeated call by call, so one bad key never fails its neighbours.
      *
-     * <p>Unless this is called, the store decides ({@link IdempotencyStore#batchesPayUnderLoad}):
-     * on where batches pay (the JDBC store on PostgreSQL), with {@link #DEFAULT_CALLS_ALONE};
-     * off elsewhere (Redis, whose client pipelines concurrent commands already). See
-     * docs/benchmarks.md for what it gains and costs, and where.
+     * <p>Off by default. It pays on PostgreSQL with many concurrent callers (docs/benchmarks.md);
+     * on Redis it does not (Lettuce already pipelines concurrent commands). What it costs: once
+     * callers queue, at most two calls of each kind run at once, so two store calls that wait (a
+     * row lock held by a long transaction, a store that answers late) hold up the callers queued
+     * behind them, on any key, until they end (docs/architecture.md, "Coalesced store calls").
      *
      * @param callsAlone 0 for off, else how many store calls of each kind callers make alone at
-     *     once before they share batches (the connection pool's size)
+     *     once before they share batches (the connection pool's size, e.g. 8)
      */
     public Builder coalesceStoreCalls(int callsAlone) {
       if (callsAlone < 0) {

@@ -123,8 +123,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       "Also measure Once built with Once.Builder.coalesceStoreCalls(N): up to N callers call the "
           + "store alone, more share claimAll/completeAll batches. Adds the side 'coalesced' to "
           + "new keys and replays; N = 0 adds 'alone' instead (coalescing off), to set against "
-          + "the side 'once', built as by default (which coalesces where the store says batches "
-          + "pay: PostgreSQL). Not given: neither."})
+          + "the side 'once', built as by default. Not given: neither."})
   Integer coalesce;
 
   @Option(names = "--business-write", description = {

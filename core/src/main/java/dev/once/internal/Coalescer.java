@@ -32,9 +32,11 @@ import java.util.function.Function;
  * meanwhile join it). The lock guards only the queue and the count of calls in flight, never a
  * store call.
  *
- * <p>A batch call that fails is repeated request by request (each caller then gets its own
- * answer or failure), so one request the store refuses cannot fail the others. That is safe
- * because stores apply a batch all or nothing and recognise a re-sent command as their own.
+ * <p>A batch call that fails is repeated request by request, each by its own caller on its own
+ * thread and at once (each caller then gets its own answer or failure, in an outage after one
+ * more call rather than after everyone's ahead of it), so one request the store refuses cannot
+ * fail the others. That is safe because stores apply a batch all or nothing and recognise a
+ * re-sent command as their own.
  *
  * @param <Q> a request
  * @param <R> its answer
@@ -108,7 +110,9 @@ final class Coalescer<Q, R> {
       taken = take();
     }
     lock.unlock();
-    boolean interrupted = false;
+    // A leader runs other callers' requests: its own interrupt must not fail theirs (a pool's
+    // wait for a connection gives up when interrupted). Kept, and set again at the end.
+    boolean interrupted = taken != null && taken.size() > 1 && Thread.interrupted();
     while (true) {
       if (taken != null) {
         try {
@@ -120,6 +124,15 @@ final class Coalescer<Q, R> {
       while (mine.state == Pending.WAITING) {
         LockSupport.park(this);
         interrupted |= Thread.interrupted(); // uninterruptible, as a store call is
+      }
+      if (mine.state == Pending.ALONE) {
+        // The batch this request was in failed: repeated here, on its caller's own thread, so
+        // that in an outage every caller learns of it after one more call, not after the
+        // calls of everyone ahead of it in the batch.
+        if (interrupted) {
+          Thread.currentThread().interrupt();
+        }
+        return single.apply(request);
       }
       if (mine.state == Pending.DONE) {
         break;
@@ -199,14 +212,15 @@ final class Coalescer<Q, R> {
       List<R> answers = null;
       try {
         answers = batch.apply(requests);
-      } catch (RuntimeException e) {
-        // Fall through: each request alone (below), so each caller gets its own answer.
       } catch (Error e) {
         // Every caller must learn of it, or it would wait for an answer forever.
         for (Pending<Q, R> p : taken) {
           p.finish(null, e);
         }
         return;
+      } catch (Throwable e) {
+        // Fall through: each request alone (below), so each caller gets its own answer. A
+        // checked exception (a store in another JVM language) is a failed batch too.
       }
       if (answers != null && answers.size() == taken.size()) {
         for (int i = 0; i < taken.size(); i++) {
@@ -214,17 +228,40 @@ final class Coalescer<Q, R> {
         }
         return;
       }
+      // Each caller repeats its own request on its own thread, at once; the leader its own here.
+      Thread leader = Thread.currentThread();
+      for (Pending<Q, R> p : taken) {
+        if (p.waiter != leader) {
+          p.repeatAlone();
+        }
+      }
+      for (Pending<Q, R> p : taken) {
+        if (p.waiter == leader) {
+          runAlone(p);
+        }
+      }
+      return;
     }
     for (Pending<Q, R> p : taken) {
-      R answer;
-      try {
-        answer = single.apply(p.request);
-      } catch (RuntimeException | Error e) {
-        p.finish(null, e);
-        continue;
-      }
-      p.finish(answer, null);
+      runAlone(p);
     }
+  }
+
+  private void runAlone(Pending<Q, R> p) {
+    R answer;
+    try {
+      answer = single.apply(p.request);
+    } catch (Throwable e) {
+      p.finish(null, e);
+      return;
+    }
+    p.finish(answer, null);
+  }
+
+  /** Throws {@code e} as it is, checked or not (a store's checked exception reaches its caller). */
+  @SuppressWarnings("unchecked")
+  private static <E extends Throwable> E sneaky(Throwable e) throws E {
+    throw (E) e;
   }
 
   /** One caller's request and, once done, its answer or failure. */
@@ -233,6 +270,8 @@ final class Coalescer<Q, R> {
     /** Its caller leads the next batch, with the slot of a call that ended. */
     static final int LEAD = 1;
     static final int DONE = 2;
+    /** The batch it was in failed: its caller repeats it alone. */
+    static final int ALONE = 3;
 
     final Q request;
     final Thread waiter;
@@ -255,12 +294,15 @@ final class Coalescer<Q, R> {
       }
     }
 
+    /** Hands the request back to its caller, to repeat alone; wakes it. */
+    void repeatAlone() {
+      state = ALONE;
+      LockSupport.unpark(waiter);
+    }
+
     R answer() {
-      if (failure instanceof RuntimeException e) {
-        throw e;
-      }
-      if (failure instanceof Error e) {
-        throw e;
+      if (failure != null) {
+        throw Coalescer.<RuntimeException>sneaky(failure);
       }
       return answer;
     }

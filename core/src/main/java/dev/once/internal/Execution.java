@@ -37,8 +37,8 @@ public final class Execution {
 
   private final Once.Config config;
   final StoreCalls store;
-  /** Claims and completions shared with concurrent callers; made by the first call coalesced. */
-  private volatile Coalescers coalescers;
+  /** Claims and completions shared with concurrent callers; null when not coalescing. */
+  private final Coalescers coalescers;
 
   /**
    * Whether the store has an asynchronous claim, or completion, of its own. When it only inherits
@@ -59,6 +59,19 @@ public final class Execution {
     this.ownCompleteAsync = overrides(config.store(), "completeAsync", IdempotencyKey.class,
         long.class, Outcome.class, Instant.class, Duration.class,
         java.util.concurrent.Executor.class);
+    int callsAlone = config.coalescedCallsInFlight();
+    if (callsAlone > 0) {
+      java.util.concurrent.atomic.AtomicInteger demand =
+          new java.util.concurrent.atomic.AtomicInteger();
+      int batchCalls = Math.min(callsAlone, BATCH_CALLS_IN_FLIGHT);
+      coalescers = new Coalescers(
+          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, store::claim,
+              store::claimAll),
+          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, this::completeOne,
+              this::completeMany));
+    } else {
+      coalescers = null;
+    }
   }
 
   /** Whether {@code store}'s class overrides the SPI's default method {@code name}. */
@@ -82,33 +95,9 @@ public final class Execution {
   /** How many batch calls of each kind may be in flight once callers queue: fewer, larger. */
   static final int BATCH_CALLS_IN_FLIGHT = 2;
 
-  /**
-   * The coalescers, if this call's store calls are to be shared ({@code coalesceStoreCalls}, or
-   * the store's {@code batchesPayUnderLoad}, asked now); null if not.
-   */
+  /** The coalescers, if store calls are shared ({@code coalesceStoreCalls}); null if not. */
   private Coalescers coalescers() {
-    int callsAlone = config.coalescedCallsInFlight();
-    if (callsAlone == 0) {
-      return null;
-    }
-    Coalescers c = coalescers;
-    if (c != null) {
-      return c;
-    }
-    synchronized (this) {
-      // callsAlone is fixed when set, and else always the default: one pair serves every call.
-      if (coalescers == null) {
-        java.util.concurrent.atomic.AtomicInteger demand =
-            new java.util.concurrent.atomic.AtomicInteger();
-        int batchCalls = Math.min(callsAlone, BATCH_CALLS_IN_FLIGHT);
-        coalescers = new Coalescers(
-            new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, store::claim,
-                store::claimAll),
-            new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, this::completeOne,
-                this::completeMany));
-      }
-      return coalescers;
-    }
+    return coalescers;
   }
 
   private Claim claimOnce(CallEvents events, ClaimRequest request) {

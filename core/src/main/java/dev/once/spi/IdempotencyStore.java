@@ -270,23 +270,6 @@ public interface IdempotencyStore extends AutoCloseable {
    */
   int reapExpiredLeases(Instant now, int limit);
 
-  /**
-   * Whether callers that queue for this store are better served by shared batch calls
-   * ({@link #claimAll}, {@link #completeAll}) than one by one: true where a batch is one statement,
-   * transaction or round trip that costs the store less than its requests made one by one (the
-   * JDBC store on PostgreSQL). {@code Once} then coalesces concurrent calls unless told otherwise
-   * ({@code Once.Builder.coalesceStoreCalls}), and only while more callers want the store than it
-   * serves at once: a lone caller, and callers no more than the calls it lets run alone, call
-   * alone as before. Asked on every call, so an answer may change once the store knows more (a
-   * detected dialect).
-   *
-   * <p>The default is false: a store whose batch is its single calls in a loop, or whose client
-   * already pipelines concurrent commands (Lettuce on Redis), gains nothing from it.
-   */
-  default boolean batchesPayUnderLoad() {
-    return false;
-  }
-
   /** The largest outcome or checkpoint body this store can hold. */
   default int maxPayloadBytes() {
     return Integer.MAX_VALUE;

@@ -309,17 +309,6 @@ public final class JdbcStore implements IdempotencyStore {
     return maxPayloadBytes;
   }
 
-  /**
-   * True on PostgreSQL, where a batch of claims or completions is one statement and one commit
-   * (docs/benchmarks.md measures it); false on MariaDB and SQLite, where it is not measured yet,
-   * and while the dialect is neither given nor detected (before the first call).
-   */
-  @Override
-  public boolean batchesPayUnderLoad() {
-    JdbcEngine e = engine;
-    return e != null && e.dialect().kind().equals(JdbcDialect.POSTGRESQL.name());
-  }
-
   /** Leaves the DataSource open: it belongs to the caller. */
   @Override
   public void close() {}

@@ -33,9 +33,9 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * On PostgreSQL, Once coalesces concurrent calls by default ({@code batchesPayUnderLoad}), and
- * only when more callers want the store than it lets call alone: up to eight callers each make
- * their own store calls, as without coalescing; beyond that, callers that queue share one batch.
+ * On PostgreSQL, Once with {@code coalesceStoreCalls(8)} coalesces concurrent calls only when more
+ * callers want the store than it lets call alone: up to eight callers each make their own store
+ * calls, as without coalescing; beyond that, callers that queue share batches.
  * Real threads against the real server, with its own table and pool.
  */
 @Tag("postgres")
@@ -85,27 +85,21 @@ class PostgresCoalescingTest {
   }
 
   @Test
-  void onPostgresqlOnceCoalescesByDefaultOnceItKnowsTheDialect() {
-    Once named = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).build();
-    assertThat(named.config().coalescedCallsInFlight()).isEqualTo(Once.Builder.DEFAULT_CALLS_ALONE);
+  void coalescingIsOffUnlessAsked() {
+    Once byDefault = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).build();
+    assertThat(byDefault.config().coalescedCallsInFlight()).isZero();
+    assertThat(coalescing().config().coalescedCallsInFlight()).isEqualTo(8);
+  }
 
-    // Without a dialect the store knows nothing before its first call (it never connects before
-    // then): no coalescing until the first call has detected PostgreSQL.
-    Once detecting = Once.builder(store().build()).build();
-    assertThat(detecting.config().coalescedCallsInFlight()).isZero();
-    detecting.call(IdempotencyKey.of(scope, "first"), FP, Codecs.utf8(), attempt -> "done");
-    assertThat(detecting.config().coalescedCallsInFlight()).isEqualTo(8);
-
-    Once off = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build())
-        .coalesceStoreCalls(0).build();
-    assertThat(off.config().coalescedCallsInFlight()).isZero();
+  private Once coalescing() {
+    return Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).coalesceStoreCalls(8)
+        .listener(counting).build();
   }
 
   /** At most eight callers at once: never a batch, as if coalescing were off. */
   @Test
   void eightCallersEachCallTheStoreAlone() throws Exception {
-    Once once = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build())
-        .listener(counting).build();
+    Once once = coalescing();
     AtomicInteger runs = new AtomicInteger();
     List<Future<?>> callers = new ArrayList<>();
     CountDownLatch go = new CountDownLatch(1);
@@ -136,13 +130,12 @@ class PostgresCoalescingTest {
 
   /**
    * Twelve callers while every insert waits for a table lock: eight call alone and wait at the
-   * server; the other four queue in Once (not at the server) and, once the lock is gone, share one
-   * batch claim. Every work runs once and every outcome is stored.
+   * server; the other four queue in Once (not at the server) and, once the lock is gone, share a
+   * batch claim (one, or two that split them). Every work runs once and every outcome is stored.
    */
   @Test
-  void callersBeyondEightQueueInOnceAndShareOneBatchClaim() throws Exception {
-    Once once = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build())
-        .listener(counting).build();
+  void callersBeyondEightQueueInOnceAndShareBatchClaims() throws Exception {
+    Once once = coalescing();
     Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
     List<Thread> callerThreads = new java.util.concurrent.CopyOnWriteArrayList<>();
     List<Future<String>> answers = new ArrayList<>();
@@ -171,8 +164,13 @@ class PostgresCoalescingTest {
       assertThat(answers.get(i).get(60, TimeUnit.SECONDS)).isEqualTo("queued-" + i);
     }
     assertThat(runs).hasSize(12).allSatisfy((key, n) -> assertThat(n).hasValue(1));
-    assertThat(calls("claim")).isEqualTo(8);
-    assertThat(calls("claimAll")).isEqualTo(1);
+    // The four queued callers are served only by the hand-offs of the last calls to end, two at
+    // most (two batch calls in flight): so at least one batch of two or more, and no more single
+    // claims than the eight alone and the one or two leaders. (Which of the two orders happens
+    // is a race: a single leader takes all four, or two leaders split them.)
+    assertThat(calls("claimAll")).isBetween(1, 2);
+    assertThat(calls("claim")).isBetween(8, 9);
+    assertThat(calls("claim") + 2 * calls("claimAll")).isLessThanOrEqualTo(12);
     JdbcStore store = store().dialect(JdbcDialect.POSTGRESQL).build();
     for (int i = 0; i < 12; i++) {
       IdempotencyRecord record = store.find(IdempotencyKey.of(scope, "queued-" + i)).orElseThrow();

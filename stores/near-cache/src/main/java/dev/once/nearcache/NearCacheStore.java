@@ -425,12 +425,6 @@ public final class NearCacheStore implements IdempotencyStore {
     return store.maxPayloadBytes();
   }
 
-  /** As the store under the cache says: its batches are what a coalesced call makes. */
-  @Override
-  public boolean batchesPayUnderLoad() {
-    return store.batchesPayUnderLoad();
-  }
-
   /**
    * Forgets {@code key}'s cached record: for after its record was deleted or changed outside the
    * SPI. The next claim of the key goes to the store; a store read begun before this call is not

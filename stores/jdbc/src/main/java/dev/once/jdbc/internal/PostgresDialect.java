@@ -260,7 +260,7 @@ final class PostgresDialect extends Dialect {
     }
     KeyArrays owned = KeyArrays.of(sorted, Completion::key, Completion::token);
     Set<IdempotencyKey> lost = owned.keySet();
-    try (PreparedStatement ps = c.prepareStatement(completeAllSql)) {
+    try (PreparedStatement ps = plannedEachTime(c.prepareStatement(completeAllSql))) {
       ps.setLong(1, nowMicros);
       ps.setLong(2, expiresAtMicros);
       ps.setLong(3, expiresAtMicros);
@@ -291,7 +291,7 @@ final class PostgresDialect extends Dialect {
       long leaseUntilMicros) throws SQLException {
     KeyArrays owned = KeyArrays.of(sorted, HeldClaim::key, HeldClaim::token);
     Set<IdempotencyKey> lost = owned.keySet();
-    try (PreparedStatement ps = c.prepareStatement(extendAllSql)) {
+    try (PreparedStatement ps = plannedEachTime(c.prepareStatement(extendAllSql))) {
       ps.setLong(1, leaseUntilMicros);
       ps.setLong(2, nowMicros);
       ps.setLong(3, leaseUntilMicros);
@@ -404,6 +404,43 @@ final class PostgresDialect extends Dialect {
     return selectAll(c, readAllSql, keys);
   }
 
+  /**
+   * {@code ps}, planned with its values on every execution rather than once for all. A batch
+   * statement joins its arrays to the table; PostgreSQL caches a generic plan for a statement
+   * pgjdbc prepared on the server (from its sixth execution there), and one made while the table
+   * held a few rows scans the whole table for every batch, however much it has grown, until an
+   * analyze (an autoanalyze can be a minute or more away) invalidates it: a new table under
+   * coalesced calls or a consumer's batches did (PostgresYoungTableBatchPlanTest). Planning each
+   * batch costs tens of microseconds, shared by its keys. Single-key statements keep their
+   * cached plans: a lookup by the whole primary key is an index scan in any plan.
+   */
+  private static PreparedStatement plannedEachTime(PreparedStatement ps) throws SQLException {
+    if (Pgjdbc.PRESENT) {
+      Pgjdbc.neverPrepareOnServer(ps);
+    }
+    return ps;
+  }
+
+  /** pgjdbc, touched only where it is on the class path (another driver may serve PostgreSQL). */
+  private static final class Pgjdbc {
+    static final boolean PRESENT = present();
+
+    private static boolean present() {
+      try {
+        Class.forName("org.postgresql.PGStatement", false, PostgresDialect.class.getClassLoader());
+        return true;
+      } catch (ClassNotFoundException | LinkageError e) {
+        return false;
+      }
+    }
+
+    static void neverPrepareOnServer(PreparedStatement ps) throws SQLException {
+      if (ps.isWrapperFor(org.postgresql.PGStatement.class)) {
+        ps.unwrap(org.postgresql.PGStatement.class).setPrepareThreshold(0);
+      }
+    }
+  }
+
   private static Map<IdempotencyKey, IdempotencyRecord> selectAll(Connection c, String sql,
       List<IdempotencyKey> keys) throws SQLException {
     int n = keys.size();
@@ -416,7 +453,7 @@ final class PostgresDialect extends Dialect {
       ids[i] = keys.get(i).key();
     }
     Map<IdempotencyKey, IdempotencyRecord> records = new HashMap<>();
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
+    try (PreparedStatement ps = plannedEachTime(c.prepareStatement(sql))) {
       Array a1 = c.createArrayOf("text", scopes);
       Array a2 = c.createArrayOf("text", tenants);
       Array a3 = c.createArrayOf("text", ids);
