@@ -1,0 +1,4 @@
+\set k random(1, 2000000000)
+\set t 1800000000000000
+INSERT INTO once_wal (scope, tenant, idem_key, status, fingerprint, token, lease_until, attempts, checkpoint_name, checkpoint_data, outcome_kind, outcome_media_type, outcome_body, last_error, created_at, updated_at, expires_at, claim_id, purge_after) VALUES ('bench', '', 'new-1a2b3c4d-' || :k, 'IN_PROGRESS', sha256(:k::text::bytea), 1, :t, 1, null, null, null, null, null, null, :t, :t, :t, 1234567890123, :t) ON CONFLICT (scope, tenant, idem_key) DO NOTHING;
+UPDATE once_wal SET status = 'COMPLETED', outcome_kind = 'SUCCESS', outcome_media_type = 'text/plain; charset=utf-8', outcome_body = '\x7b226964223a2263685f31227d'::bytea, updated_at = :t + 1, expires_at = :t + 86400000000, purge_after = LEAST(purge_after, :t + 86400000000) WHERE scope = 'bench' AND tenant = '' AND idem_key = 'new-1a2b3c4d-' || :k AND token = 1 AND status = 'IN_PROGRESS';
