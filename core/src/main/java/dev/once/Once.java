@@ -447,8 +447,9 @@ public final class Once {
     /**
      * Sets when concurrent calls share batched store calls. While no more than
      * {@code callsAlone} callers want the store at once (in a claim or a completion, waiting or
-     * calling), each makes its own store call at once, as without coalescing: a lone caller, and
-     * as many callers as the pool has connections, wait for nothing and pay nothing. When more do
+     * calling) and none is still queued from a busier moment, each makes its own store call at
+     * once, as without coalescing: a lone caller, and as many callers as the pool has
+     * connections, wait for nothing and pay nothing. When more do
      * (they would queue for a connection anyway), they queue here instead and share batch calls
      * through the store's {@code claimAll} and {@code completeAll} (one statement and one commit on
      * PostgreSQL), with at most two such calls of each kind in flight, so that under sustained
