@@ -406,10 +406,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       Accounts accounts) {
     List<Side> sides = new ArrayList<>();
     String debit = accounts == null ? "" : " (debit in autocommit)";
-    int callsAlone = once.config().coalescedCallsInFlight();
-    sides.add(newKeySide("once", "Once.call" + (callsAlone > 0
-        ? " (by default: batches past " + callsAlone + " callers)" : "")
-        + ": claim + run + complete" + debit, once, keys, accounts));
+    sides.add(newKeySide("once", "Once.call: claim + run + complete" + debit, once, keys,
+        accounts));
     if (coalesced != null) {
       sides.add(newKeySide(coalescedName(), coalescedDescription() + ": claim + run + complete"
           + debit, coalesced, keys, accounts));

@@ -107,7 +107,7 @@ final class Coalescer<Q, R> {
     List<Pending<Q, R>> taken = null;
     if (calling < slots()) {
       calling++;
-      taken = take();
+      taken = take(null);
     }
     lock.unlock();
     // A leader runs other callers' requests: its own interrupt must not fail theirs (a pool's
@@ -153,12 +153,10 @@ final class Coalescer<Q, R> {
     return mine.answer();
   }
 
-  /** Up to {@link #maxBatch} of the oldest waiting requests. Call with the lock held. */
-  private List<Pending<Q, R>> take() {
-    return take(null);
-  }
-
-  /** {@code first} (if not null), then the oldest waiting requests, up to {@link #maxBatch}. */
+  /**
+   * {@code first} (if not null), then the oldest waiting requests, up to {@link #maxBatch}. Call
+   * with the lock held.
+   */
   private List<Pending<Q, R>> take(Pending<Q, R> first) {
     List<Pending<Q, R>> taken = new ArrayList<>(Math.min(queue.size() + 1, maxBatch));
     if (first != null) {
@@ -229,16 +227,16 @@ final class Coalescer<Q, R> {
         return;
       }
       // Each caller repeats its own request on its own thread, at once; the leader its own here.
-      Thread leader = Thread.currentThread();
+      Pending<Q, R> own = null;
       for (Pending<Q, R> p : taken) {
-        if (p.waiter != leader) {
+        if (p.waiter == Thread.currentThread()) {
+          own = p;
+        } else {
           p.repeatAlone();
         }
       }
-      for (Pending<Q, R> p : taken) {
-        if (p.waiter == leader) {
-          runAlone(p);
-        }
+      if (own != null) {
+        runAlone(own);
       }
       return;
     }

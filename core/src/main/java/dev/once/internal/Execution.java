@@ -95,13 +95,8 @@ public final class Execution {
   /** How many batch calls of each kind may be in flight once callers queue: fewer, larger. */
   static final int BATCH_CALLS_IN_FLIGHT = 2;
 
-  /** The coalescers, if store calls are shared ({@code coalesceStoreCalls}); null if not. */
-  private Coalescers coalescers() {
-    return coalescers;
-  }
-
   private Claim claimOnce(CallEvents events, ClaimRequest request) {
-    Coalescers shared = coalescers();
+    Coalescers shared = coalescers;
     if (shared == null) {
       return store.forCall(events).claim(request);
     }
@@ -320,7 +315,7 @@ public final class Execution {
   private <T> void succeededAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
       long started, AttemptImpl attempt, Scheduler.Task heartbeat, Codec<T> codec, T value,
       CompletableFuture<Result<T>> answer) {
-    if (!ownCompleteAsync || coalescers() != null || attempt.committedFailure() != null) {
+    if (!ownCompleteAsync || coalescers != null || attempt.committedFailure() != null) {
       // On the executor's thread already: the blocking way, as the SPI's default would run it.
       answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec, value));
       return;
@@ -373,7 +368,7 @@ public final class Execution {
     CallEvents events = CallEvents.start(config.listener(), config.ticker(), key);
     java.util.concurrent.Executor executor = config.asyncExecutor();
     try {
-      if (!ownClaimAsync || coalescers() != null) {
+      if (!ownClaimAsync || coalescers != null) {
         // Coalesced claims wait for their shared batch call, and a store without an asynchronous
         // claim of its own blocks for it: on the executor, one task.
         executor.execute(() -> startAsync(events, key, fingerprint, codec, work, answer,
@@ -637,7 +632,7 @@ public final class Execution {
   }
 
   private void writeOutcome(CallEvents events, IdempotencyKey key, long token, Outcome outcome) {
-    Coalescers shared = coalescers();
+    Coalescers shared = coalescers;
     if (shared == null) {
       store.forCall(events).complete(key, token, outcome, config.clock().instant(),
           config.retention());

@@ -260,7 +260,8 @@ final class PostgresDialect extends Dialect {
     }
     KeyArrays owned = KeyArrays.of(sorted, Completion::key, Completion::token);
     Set<IdempotencyKey> lost = owned.keySet();
-    try (PreparedStatement ps = plannedEachTime(c.prepareStatement(completeAllSql))) {
+    try (PreparedStatement ps = c.prepareStatement(completeAllSql)) {
+      planEachTime(ps);
       ps.setLong(1, nowMicros);
       ps.setLong(2, expiresAtMicros);
       ps.setLong(3, expiresAtMicros);
@@ -291,7 +292,8 @@ final class PostgresDialect extends Dialect {
       long leaseUntilMicros) throws SQLException {
     KeyArrays owned = KeyArrays.of(sorted, HeldClaim::key, HeldClaim::token);
     Set<IdempotencyKey> lost = owned.keySet();
-    try (PreparedStatement ps = plannedEachTime(c.prepareStatement(extendAllSql))) {
+    try (PreparedStatement ps = c.prepareStatement(extendAllSql)) {
+      planEachTime(ps);
       ps.setLong(1, leaseUntilMicros);
       ps.setLong(2, nowMicros);
       ps.setLong(3, leaseUntilMicros);
@@ -405,7 +407,7 @@ final class PostgresDialect extends Dialect {
   }
 
   /**
-   * {@code ps}, planned with its values on every execution rather than once for all. A batch
+   * Has {@code ps} planned with its values on every execution rather than once for all. A batch
    * statement joins its arrays to the table; PostgreSQL caches a generic plan for a statement
    * pgjdbc prepared on the server (from its sixth execution there), and one made while the table
    * held a few rows scans the whole table for every batch, however much it has grown, until an
@@ -414,11 +416,10 @@ final class PostgresDialect extends Dialect {
    * batch costs tens of microseconds, shared by its keys. Single-key statements keep their
    * cached plans: a lookup by the whole primary key is an index scan in any plan.
    */
-  private static PreparedStatement plannedEachTime(PreparedStatement ps) throws SQLException {
+  private static void planEachTime(PreparedStatement ps) throws SQLException {
     if (Pgjdbc.PRESENT) {
       Pgjdbc.neverPrepareOnServer(ps);
     }
-    return ps;
   }
 
   /** pgjdbc, touched only where it is on the class path (another driver may serve PostgreSQL). */
@@ -453,7 +454,8 @@ final class PostgresDialect extends Dialect {
       ids[i] = keys.get(i).key();
     }
     Map<IdempotencyKey, IdempotencyRecord> records = new HashMap<>();
-    try (PreparedStatement ps = plannedEachTime(c.prepareStatement(sql))) {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      planEachTime(ps);
       Array a1 = c.createArrayOf("text", scopes);
       Array a2 = c.createArrayOf("text", tenants);
       Array a3 = c.createArrayOf("text", ids);
