@@ -40,7 +40,9 @@ public enum JdbcDialect {
    * ({@code ADD COLUMN IF NOT EXISTS} on PostgreSQL and MariaDB; SQLite has no such clause, so
    * there the text is for a table without the column, and {@code createSchema()} checks first).
    * PostgreSQL has a version 3: the {@code purge_after} column and its index replace the index on
-   * {@code expires_at}, so that a completion changes no indexed column and is a HOT update.
+   * {@code expires_at}, so that a completion changes no indexed column and is a HOT update; and a
+   * version 4, a {@code DO} block that gives a table versions 1 to 3 have just made (empty, used
+   * by nothing) a column order in which a completion logs only what it changes.
    * Apply it to a table once (or let {@code createSchema()} apply what is missing); hand the
    * versions to your migration tool (Flyway, Liquibase) if you prefer.
    *
@@ -64,13 +66,15 @@ public enum JdbcDialect {
    * table name) and {@code ${name}} (its unqualified part) placeholders: {@code V1__once_records.sql}
    * (the table and its indexes), {@code V2__once_records_claim_id.sql} (the claim id column) and,
    * on PostgreSQL, {@code V3__once_records_purge_after.sql} (the expiry floor that lets
-   * completions be HOT updates). Ship each as a migration of its own, in order.
+   * completions be HOT updates) and {@code V4__once_records_layout.sql} (a column order that logs
+   * less per write: it remakes a table that versions 1 to 3 have just made and leaves any other as
+   * it is). Ship each as a migration of its own, in order.
    */
   public List<String> schemaResources() {
     String dir = "dev/once/jdbc/schema/" + directory + "/";
     if (this == POSTGRESQL) {
       return List.of(dir + "V1__once_records.sql", dir + "V2__once_records_claim_id.sql",
-          dir + "V3__once_records_purge_after.sql");
+          dir + "V3__once_records_purge_after.sql", dir + "V4__once_records_layout.sql");
     }
     return List.of(dir + "V1__once_records.sql", dir + "V2__once_records_claim_id.sql");
   }

@@ -406,6 +406,203 @@ class SchemaUpgradeTest {
     }
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // PostgreSQL, version 4: the column order
+
+  /**
+   * Version 4's order: first what no completion, failure or heartbeat changes (the checkpoint
+   * among them), then the lease, then what a completion or failure changes. PostgreSQL logs an
+   * updated row from its first changed byte to its last, so in this order a completion logs from
+   * {@code status} on, and a heartbeat from {@code lease_until} on, never the checkpoint.
+   */
+  private static final java.util.List<String> VERSION_4_ORDER = java.util.List.of("scope", "tenant",
+      "idem_key", "fingerprint", "checkpoint_name", "checkpoint_data", "token", "claim_id",
+      "created_at", "purge_after", "lease_until", "attempts", "status", "last_error",
+      "outcome_kind", "outcome_media_type", "outcome_body", "updated_at", "expires_at");
+
+  /** The order versions 1 to 3 leave a table in. */
+  private static final java.util.List<String> VERSION_3_ORDER = java.util.List.of("scope", "tenant",
+      "idem_key", "status", "fingerprint", "token", "lease_until", "attempts", "checkpoint_name",
+      "checkpoint_data", "outcome_kind", "outcome_media_type", "outcome_body", "last_error",
+      "created_at", "updated_at", "expires_at", "claim_id", "purge_after");
+
+  @Test
+  void aNewTableHasTheColumnsACompletionChangesLastWhetherCreateSchemaOrAMigrationToolMadeIt()
+      throws Exception {
+    DataSource dataSource = Databases.dataSource(PG);
+    String byStore = Databases.uniqueTable("once_v4");
+    String byTool = Databases.uniqueTable("once_v4_tool");
+    try {
+      JdbcStore.builder(dataSource).dialect(PG).table(byStore).build().createSchema();
+      applyEachVersionAsAMigrationTool(dataSource, byTool);
+
+      for (String table : java.util.List.of(byStore, byTool)) {
+        assertThat(columns(dataSource, table)).as(table).isEqualTo(VERSION_4_ORDER);
+        assertThat(indexes(dataSource, table)).as(table).containsExactlyInAnyOrder(
+            table + "_pkey", table + "_reap_idx", table + "_purge_idx");
+        // Idempotent, and the store works on it: a claim, a completion, a replay, a purge.
+        applyEachVersionAsAMigrationTool(dataSource, table);
+        JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+        store.createSchema();
+        assertThat(columns(dataSource, table)).as(table).isEqualTo(VERSION_4_ORDER);
+        purgeEachAtItsOwnExpiry(store);
+      }
+      // The HOT completions of version 3 stay.
+      String hot = Databases.uniqueTable("once_v4_hot");
+      try {
+        updateTenRecords(hot, null);
+        assertThat(columns(dataSource, hot)).isEqualTo(VERSION_4_ORDER);
+        assertThat(awaitUpdates(dataSource, hot, 10)[1]).isEqualTo(10);
+      } finally {
+        execute(dataSource, "DROP TABLE IF EXISTS " + hot);
+      }
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + byStore);
+      execute(dataSource, "DROP TABLE IF EXISTS " + byTool);
+    }
+  }
+
+  @Test
+  void version4LeavesATableThatHoldsRecordsInItsOrderAndKeepsThem() throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_v3_kept");
+    String scope = "kept." + UUID.randomUUID().toString().substring(0, 8);
+    IdempotencyKey live = IdempotencyKey.of(scope, "live");
+    IdempotencyKey done = IdempotencyKey.of(scope, "done");
+    Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+    try {
+      createVersion1Table(dataSource, PG, table, live, done, now);
+      JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+      store.createSchema(); // versions 2 and 3 on a table that holds records: the order stays
+      assertThat(columns(dataSource, table)).isEqualTo(VERSION_3_ORDER);
+
+      applyEachVersionAsAMigrationTool(dataSource, table); // version 4 among them
+
+      assertThat(columns(dataSource, table)).isEqualTo(VERSION_3_ORDER);
+      assertThat(store.claim(new ClaimRequest(done, FP, now, LEASE, RETENTION)))
+          .isInstanceOf(Claim.Replay.class);
+      assertThat(store.claim(new ClaimRequest(live, FP, now, LEASE, RETENTION)))
+          .isEqualTo(new Claim.InProgress(now.plus(LEASE)));
+      IdempotencyKey fresh = IdempotencyKey.of(scope, "fresh");
+      long token = ((Claim.Acquired) store.claim(
+          new ClaimRequest(fresh, FP, now, LEASE, RETENTION))).token();
+      store.complete(fresh, token, Outcome.success("text/plain", new byte[] {1}), now, RETENTION);
+      assertThat(store.claim(new ClaimRequest(fresh, FP, now, LEASE, RETENTION)))
+          .isInstanceOf(Claim.Replay.class);
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  /** What may depend on an empty table of version 3, made by hand; version 4 must keep it. */
+  enum InUse {
+    VIEW("CREATE VIEW ${table}_v AS SELECT scope, idem_key, status FROM ${table}"),
+    GRANT("GRANT SELECT ON ${table} TO PUBLIC"),
+    INDEX("CREATE INDEX ${table}_by_status ON ${table} (status)"),
+    TRIGGER("CREATE FUNCTION ${table}_f() RETURNS trigger LANGUAGE plpgsql AS"
+        + " 'BEGIN RETURN NEW; END'; CREATE TRIGGER ${table}_t BEFORE INSERT ON ${table}"
+        + " FOR EACH ROW EXECUTE FUNCTION ${table}_f()"),
+    FOREIGN_KEY("CREATE TABLE ${table}_ref (scope text COLLATE \"C\", tenant text COLLATE \"C\","
+        + " idem_key text COLLATE \"C\", FOREIGN KEY (scope, tenant, idem_key) REFERENCES"
+        + " ${table})"),
+    ROW_TYPE("CREATE FUNCTION ${table}_g(r ${table}) RETURNS text LANGUAGE sql AS"
+        + " 'SELECT r.status'");
+
+    final String ddl;
+
+    InUse(String ddl) {
+      this.ddl = ddl;
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(InUse.class)
+  void version4LeavesAnEmptyTableThatIsInUseInItsOrder(InUse use) throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_used");
+    java.util.List<String> resources = PG.schemaResources();
+    try {
+      applyAsAMigrationTool(dataSource, table, resources.subList(0, 3));
+      execute(dataSource, use.ddl.replace("${table}", table));
+
+      applyAsAMigrationTool(dataSource, table, resources.subList(3, 4));
+
+      // Not remade (a remade table has version 4's order; a view would have failed the drop, a
+      // grant, an index or a trigger would have been lost), and it works as it is.
+      assertThat(columns(dataSource, table)).isEqualTo(VERSION_3_ORDER);
+      JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+      purgeEachAtItsOwnExpiry(store);
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table + "_ref");
+      execute(dataSource, "DROP TABLE IF EXISTS " + table + " CASCADE");
+      execute(dataSource, "DROP FUNCTION IF EXISTS " + table + "_f()");
+    }
+  }
+
+  @Test
+  void instancesCreatingTheSameNewTableAtOnceAllSucceedAndItHasVersion4sOrder() throws Exception {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_race");
+    int instances = 6;
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(instances);
+    try {
+      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(instances);
+      java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+      for (int i = 0; i < instances; i++) {
+        done.add(pool.submit(() -> {
+          JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+          start.await();
+          store.createSchema();
+          return null;
+        }));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+      assertThat(columns(dataSource, table)).isEqualTo(VERSION_4_ORDER);
+    } finally {
+      pool.shutdownNow();
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  /** Each version's script whole, in a transaction of its own, as Flyway runs a migration. */
+  private static void applyEachVersionAsAMigrationTool(DataSource dataSource, String table)
+      throws SQLException {
+    applyAsAMigrationTool(dataSource, table, PG.schemaResources());
+  }
+
+  private static void applyAsAMigrationTool(DataSource dataSource, String table,
+      java.util.List<String> resources) throws SQLException {
+    dev.once.jdbc.internal.TableName name = dev.once.jdbc.internal.TableName.of(table);
+    for (String resource : resources) {
+      try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
+        c.setAutoCommit(false);
+        s.execute(dev.once.jdbc.internal.SchemaScript.text(resource, name));
+        c.commit();
+        c.setAutoCommit(true);
+      }
+    }
+  }
+
+  /** The table's columns in their physical order. */
+  private static java.util.List<String> columns(DataSource dataSource, String table)
+      throws SQLException {
+    java.util.List<String> names = new java.util.ArrayList<>();
+    try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
+        "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0"
+            + " AND NOT attisdropped ORDER BY attnum")) {
+      ps.setString(1, table);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          names.add(rs.getString(1));
+        }
+      }
+    }
+    return names;
+  }
+
   /**
    * Creates {@code table} (and runs {@code extraDdl}), claims ten keys, completes eight and fails
    * two, through a pool of one connection that is closed at the end: its backend exits and

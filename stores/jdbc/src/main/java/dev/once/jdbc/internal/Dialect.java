@@ -528,9 +528,9 @@ public abstract class Dialect {
       if (!message.contains(columns.get(v))) {
         continue;
       }
-      // The column came with version v + 2: that version and every later one are missing.
-      List<String> resources = schemaResources;
-      List<String> upgrades = resources.subList(v + 1, resources.size());
+      // The column came with version v + 2: that version and every later one that adds a column
+      // are missing (PostgreSQL's version 4 adds none; it only reorders a table just made).
+      List<String> upgrades = schemaResources.subList(v + 1, columns.size() + 1);
       StringBuilder apply = new StringBuilder();
       for (String resource : upgrades) {
         apply.append(apply.length() == 0 ? "" : ", then ").append(resource).append(" (")

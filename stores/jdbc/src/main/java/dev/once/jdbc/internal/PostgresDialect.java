@@ -173,16 +173,31 @@ final class PostgresDialect extends Dialect {
   }
 
   /**
-   * Version 1 only for a table that does not exist yet (on an upgraded table it would build again
-   * the expiry index that version 3 dropped), then each later version the table lacks, then the
-   * floor of rows written before version 3. A table that is up to date costs a few catalog reads
-   * and one index probe.
+   * A table that does not exist yet is made by every version's script in one transaction, so it
+   * is never seen before version 4 has given it its column order (version 1 alone, on an upgraded
+   * table, would build again the expiry index that version 3 dropped). On an existing table, each
+   * later version it lacks, then the floor of rows written before version 3; its column order
+   * stays (version 4 remakes only an empty table, and a migration tool's run of it does that). A
+   * table that is up to date costs a few catalog reads and one index probe.
    */
   @Override
   void createSchema(Connection c) throws SQLException {
     List<String> resources = schemaResources;
     if (!exists(c, table.qualified())) {
-      execute(c, statements(resources.get(0)));
+      inTransaction(c, () -> {
+        // Two instances starting at once: the second waits here, then finds the table made.
+        try (PreparedStatement ps = c.prepareStatement(
+            "SELECT pg_advisory_xact_lock(hashtext(?))")) {
+          ps.setString(1, "once.createSchema:" + table.qualified());
+          ps.execute();
+        }
+        if (!exists(c, table.qualified())) {
+          for (String resource : resources) {
+            execute(c, statements(resource));
+          }
+        }
+        return null;
+      });
     }
     if (!hasColumn(c, CLAIM_ID)) {
       addColumn(c, statements(resources.get(1)));

@@ -31,17 +31,22 @@ public final class SchemaScript {
 
   /**
    * The statements of a script: {@code --} comment lines dropped, split at a {@code ;} that ends a
-   * line. The scripts are ours: no semicolons inside literals or bodies.
+   * line outside a {@code $$}-quoted body (a PostgreSQL {@code DO} block is one statement). The
+   * scripts are ours: no semicolons inside literals, no other dollar quotes.
    */
   public static List<String> statements(String script) {
     List<String> statements = new ArrayList<>();
     StringBuilder current = new StringBuilder();
+    boolean inBody = false;
     for (String line : script.split("\n")) {
       String trimmed = line.strip();
       if (trimmed.isEmpty() || trimmed.startsWith("--")) {
         continue;
       }
-      if (trimmed.endsWith(";")) {
+      for (int i = trimmed.indexOf("$$"); i >= 0; i = trimmed.indexOf("$$", i + 2)) {
+        inBody = !inBody;
+      }
+      if (!inBody && trimmed.endsWith(";")) {
         current.append(trimmed, 0, trimmed.length() - 1);
         statements.add(current.toString().strip());
         current.setLength(0);
