@@ -35,7 +35,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * A table made by the first version of the schema (no {@code claim_id}), as users of the previous
  * release have it: the store refuses it with a message naming the fix, and {@code createSchema()}
  * upgrades it in place, keeping its records. On PostgreSQL also a table of version 2 (no
- * {@code purge_after}), and what version 3 is for: completions and failures are HOT updates.
+ * {@code purge_after}), and what version 3 is for: completions and failures are HOT updates; and
+ * version 4, which gives a table just made its column order and leaves any other as it is.
  */
 class SchemaUpgradeTest {
 
