@@ -590,18 +590,8 @@ class SchemaUpgradeTest {
   /** The table's columns in their physical order. */
   private static java.util.List<String> columns(DataSource dataSource, String table)
       throws SQLException {
-    java.util.List<String> names = new java.util.ArrayList<>();
-    try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-        "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0"
-            + " AND NOT attisdropped ORDER BY attnum")) {
-      ps.setString(1, table);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          names.add(rs.getString(1));
-        }
-      }
-    }
-    return names;
+    return strings(dataSource, "SELECT attname FROM pg_attribute WHERE attrelid ="
+        + " to_regclass(?) AND attnum > 0 AND NOT attisdropped ORDER BY attnum", table);
   }
 
   /**
@@ -662,9 +652,15 @@ class SchemaUpgradeTest {
 
   private static java.util.List<String> indexes(DataSource dataSource, String table)
       throws SQLException {
+    return strings(dataSource,
+        "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = to_regclass(?)", table);
+  }
+
+  /** The first column of every row {@code sql} answers for {@code table}. */
+  private static java.util.List<String> strings(DataSource dataSource, String sql, String table)
+      throws SQLException {
     java.util.List<String> names = new java.util.ArrayList<>();
-    try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(
-        "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = to_regclass(?)")) {
+    try (Connection c = dataSource.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setString(1, table);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
