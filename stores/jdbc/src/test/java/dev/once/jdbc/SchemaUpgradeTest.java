@@ -507,7 +507,14 @@ class SchemaUpgradeTest {
         + " idem_key text COLLATE \"C\", FOREIGN KEY (scope, tenant, idem_key) REFERENCES"
         + " ${table})"),
     ROW_TYPE("CREATE FUNCTION ${table}_g(r ${table}) RETURNS text LANGUAGE sql AS"
-        + " 'SELECT r.status'");
+        + " 'SELECT r.status'"),
+    ARRAY_TYPE("CREATE FUNCTION ${table}_n(r ${table}[]) RETURNS int LANGUAGE sql AS"
+        + " 'SELECT cardinality(r)'"),
+    EXTRA_COLUMN("ALTER TABLE ${table} ADD COLUMN note text"),
+    CHECK("ALTER TABLE ${table} ADD CHECK (attempts > 0)"),
+    COMMENT("COMMENT ON COLUMN ${table}.status IS 'ours'"),
+    OPTION("ALTER TABLE ${table} SET (fillfactor = 90)"),
+    COLUMN_GRANT("GRANT SELECT (scope) ON ${table} TO PUBLIC");
 
     final String ddl;
 
@@ -530,13 +537,117 @@ class SchemaUpgradeTest {
 
       // Not remade (a remade table has version 4's order; a view would have failed the drop, a
       // grant, an index or a trigger would have been lost), and it works as it is.
-      assertThat(columns(dataSource, table)).isEqualTo(VERSION_3_ORDER);
+      assertThat(columns(dataSource, table)).startsWith(VERSION_3_ORDER.toArray(new String[0]));
       JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
       purgeEachAtItsOwnExpiry(store);
     } finally {
       execute(dataSource, "DROP TABLE IF EXISTS " + table + "_ref");
       execute(dataSource, "DROP TABLE IF EXISTS " + table + " CASCADE");
       execute(dataSource, "DROP FUNCTION IF EXISTS " + table + "_f()");
+      execute(dataSource, "DROP FUNCTION IF EXISTS " + table + "_n");
+    }
+  }
+
+  /**
+   * A migration tool runs version 4 in a REPEATABLE READ transaction while an instance inserts
+   * the first record: its snapshot, taken before it had the table's lock, cannot see the record
+   * committed while it waited (found by review: the table was dropped with the record).
+   */
+  @Test
+  void version4UnderRepeatableReadKeepsARecordCommittedWhileItWaitedForTheLock() throws Exception {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_rr");
+    java.util.List<String> resources = PG.schemaResources();
+    try {
+      applyAsAMigrationTool(dataSource, table, resources.subList(0, 3));
+      try (Connection writer = dataSource.getConnection();
+          Connection migrator = dataSource.getConnection()) {
+        writer.setAutoCommit(false);
+        try (Statement s = writer.createStatement()) {
+          s.executeUpdate("INSERT INTO " + table + " (scope, tenant, idem_key, status, fingerprint,"
+              + " token, lease_until, attempts, created_at, updated_at, expires_at) VALUES ('s',"
+              + " 't', 'k', 'COMPLETED', decode(repeat('00', 32), 'hex'), 1, 1, 1, 1, 1, 1)");
+        }
+        long migratorPid = count(migrator, "SELECT pg_backend_pid()");
+        migrator.setAutoCommit(false);
+        migrator.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+        String v4 = dev.once.jdbc.internal.SchemaScript.text(resources.get(3),
+            dev.once.jdbc.internal.TableName.of(table));
+        java.util.concurrent.CompletableFuture<Void> migration =
+            java.util.concurrent.CompletableFuture.runAsync(() -> {
+              try (Statement s = migrator.createStatement()) {
+                s.execute(v4);
+                migrator.commit();
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+            });
+        // Version 4 waits for the table's lock, held by the uncommitted insert.
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (count(dataSource, "SELECT count(*) FROM pg_locks WHERE NOT granted AND pid = "
+            + migratorPid) == 0) {
+          assertThat(System.nanoTime()).as("version 4 waits for the lock").isLessThan(deadline);
+          Thread.sleep(20); // polling pg_locks; the deadline bounds it
+        }
+        writer.commit(); // the first record
+        migration.get(30, java.util.concurrent.TimeUnit.SECONDS);
+      }
+      assertThat(count(dataSource, "SELECT count(*) FROM " + table)).isEqualTo(1);
+      assertThat(columns(dataSource, table)).isEqualTo(VERSION_3_ORDER);
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  @Test
+  void version4LeavesAnEmptyTableOfTheSameNameThatIsNotAStoreTable() throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_other");
+    try {
+      execute(dataSource, "CREATE TABLE " + table + " (id bigint, lease_until bigint,"
+          + " purge_after bigint)");
+
+      applyAsAMigrationTool(dataSource, table, PG.schemaResources().subList(3, 4));
+
+      assertThat(columns(dataSource, table)).containsExactly("id", "lease_until", "purge_after");
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  /** Default privileges that grant on new tables give the remade table the same grants. */
+  @Test
+  void createSchemaGivesANewTableVersion4sOrderWhereDefaultPrivilegesGrantOnNewTables()
+      throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_defacl");
+    String role = table + "_r";
+    try {
+      execute(dataSource, "CREATE ROLE " + role);
+      execute(dataSource, "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO " + role);
+
+      JdbcStore.builder(dataSource).dialect(PG).table(table).build().createSchema();
+
+      assertThat(columns(dataSource, table)).isEqualTo(VERSION_4_ORDER);
+      assertThat(count(dataSource, "SELECT count(*) FROM pg_class WHERE oid = to_regclass('"
+          + table + "') AND has_table_privilege('" + role + "', oid, 'SELECT')")).isEqualTo(1);
+    } finally {
+      execute(dataSource, "ALTER DEFAULT PRIVILEGES REVOKE SELECT ON TABLES FROM " + role);
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+      execute(dataSource, "DROP ROLE IF EXISTS " + role);
+    }
+  }
+
+  @Test
+  void createSchemaGivesANewMixedCaseTableVersion4sOrder() throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = "Once_" + Databases.uniqueTable("Mixed");
+    try {
+      JdbcStore.builder(dataSource).dialect(PG).table(table).build().createSchema();
+
+      assertThat(columns(dataSource, table)).isEqualTo(VERSION_4_ORDER);
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
     }
   }
 
@@ -671,11 +782,16 @@ class SchemaUpgradeTest {
     return names;
   }
 
-  private static long count(DataSource dataSource, String sql) throws SQLException {
-    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery(sql)) {
+  private static long count(Connection c, String sql) throws SQLException {
+    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
       rs.next();
       return rs.getLong(1);
+    }
+  }
+
+  private static long count(DataSource dataSource, String sql) throws SQLException {
+    try (Connection c = dataSource.getConnection()) {
+      return count(c, sql);
     }
   }
 
