@@ -3,7 +3,9 @@
 # (the statements JdbcStore sends, as pgbench scripts) against the raw insert + update.
 # Run on the database server's host (pg_waldump reads its pg_wal directory), as a user that may
 # read it. Usage: benchmarks/wal/wal-per-key.sh [transactions per client, default 1000]
-# Environment: PSQL_ARGS (default "-U postgres -h 127.0.0.1 test"), PG_BIN, PG_WAL.
+# Environment: PSQL_ARGS (default "-U postgres -h 127.0.0.1 test"), PG_BIN, PG_WAL, and
+# VERSIONS: how many of the shipped schema versions make Once's table (default all; 3 gives the
+# column order of versions 1 to 3, which tables made before version 4 keep).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -14,7 +16,8 @@ wal=${PG_WAL:-/var/lib/postgresql/15/main/pg_wal}
 psql() { command psql -qAt $args "$@"; }
 
 psql -c "DROP TABLE IF EXISTS once_wal, raw_wal"
-for f in "$root"/stores/jdbc/src/main/resources/dev/once/jdbc/schema/postgresql/V*.sql; do
+ls "$root"/stores/jdbc/src/main/resources/dev/once/jdbc/schema/postgresql/V*.sql | sort -V \
+  | head -n "${VERSIONS:-99}" | while read -r f; do
   sed 's/\${table}/once_wal/g; s/\${name}/once_wal/g' "$f"
 done | psql >/dev/null
 psql -c "CREATE TABLE raw_wal (idempotency_key text PRIMARY KEY, status text NOT NULL,
