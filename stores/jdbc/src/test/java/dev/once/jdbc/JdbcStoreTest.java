@@ -57,7 +57,6 @@ class JdbcStoreTest {
       + " outcome_media_type, outcome_body, last_error, created_at, updated_at, expires_at,"
       + " claim_id";
 
-
   private static final Fingerprint FP = Fingerprint.of("jdbc");
   private static final Duration LEASE = Duration.ofSeconds(30);
   private static final Duration RETENTION = Duration.ofHours(1);

@@ -435,14 +435,14 @@ class SchemaUpgradeTest {
     String byTool = Databases.uniqueTable("once_v4_tool");
     try {
       JdbcStore.builder(dataSource).dialect(PG).table(byStore).build().createSchema();
-      applyEachVersionAsAMigrationTool(dataSource, byTool);
+      applyAsAMigrationTool(dataSource, byTool, PG.schemaResources());
 
       for (String table : java.util.List.of(byStore, byTool)) {
         assertThat(columns(dataSource, table)).as(table).isEqualTo(VERSION_4_ORDER);
         assertThat(indexes(dataSource, table)).as(table).containsExactlyInAnyOrder(
             table + "_pkey", table + "_reap_idx", table + "_purge_idx");
         // Idempotent, and the store works on it: a claim, a completion, a replay, a purge.
-        applyEachVersionAsAMigrationTool(dataSource, table);
+        applyAsAMigrationTool(dataSource, table, PG.schemaResources());
         JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
         store.createSchema();
         assertThat(columns(dataSource, table)).as(table).isEqualTo(VERSION_4_ORDER);
@@ -477,7 +477,8 @@ class SchemaUpgradeTest {
       store.createSchema(); // versions 2 and 3 on a table that holds records: the order stays
       assertThat(columns(dataSource, table)).isEqualTo(VERSION_3_ORDER);
 
-      applyEachVersionAsAMigrationTool(dataSource, table); // version 4 among them
+      // Every version again, as a migration tool would: version 4 among them.
+      applyAsAMigrationTool(dataSource, table, PG.schemaResources());
 
       assertThat(columns(dataSource, table)).isEqualTo(VERSION_3_ORDER);
       assertThat(store.claim(new ClaimRequest(done, FP, now, LEASE, RETENTION)))
@@ -679,12 +680,7 @@ class SchemaUpgradeTest {
     }
   }
 
-  /** Each version's script whole, in a transaction of its own, as Flyway runs a migration. */
-  private static void applyEachVersionAsAMigrationTool(DataSource dataSource, String table)
-      throws SQLException {
-    applyAsAMigrationTool(dataSource, table, PG.schemaResources());
-  }
-
+  /** Each script whole, in a transaction of its own, as Flyway runs a migration. */
   private static void applyAsAMigrationTool(DataSource dataSource, String table,
       java.util.List<String> resources) throws SQLException {
     dev.once.jdbc.internal.TableName name = dev.once.jdbc.internal.TableName.of(table);

@@ -164,6 +164,12 @@ final class PostgresDialect extends Dialect {
   /** The column schema version 3 added. */
   static final String PURGE_AFTER = "purge_after";
 
+  /**
+   * The advisory lock key of making a table, before its name: version 4's script takes the same
+   * ({@code hashtext('once.createSchema:${table}')}), so it and {@code createSchema()} take turns.
+   */
+  private static final String CREATE_SCHEMA_LOCK = "once.createSchema:";
+
   /** Rows of an upgraded table given their floor per transaction: short row locks, small WAL. */
   static final int BACKFILL_BATCH = 5_000;
 
@@ -188,7 +194,7 @@ final class PostgresDialect extends Dialect {
         // Two instances starting at once: the second waits here, then finds the table made.
         try (PreparedStatement ps = c.prepareStatement(
             "SELECT pg_advisory_xact_lock(hashtext(?))")) {
-          ps.setString(1, "once.createSchema:" + table.qualified());
+          ps.setString(1, CREATE_SCHEMA_LOCK + table.qualified());
           ps.execute();
         }
         if (!exists(c, table.qualified())) {
