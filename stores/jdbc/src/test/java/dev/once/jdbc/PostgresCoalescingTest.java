@@ -164,12 +164,13 @@ class PostgresCoalescingTest {
       assertThat(answers.get(i).get(60, TimeUnit.SECONDS)).isEqualTo("queued-" + i);
     }
     assertThat(runs).hasSize(12).allSatisfy((key, n) -> assertThat(n).hasValue(1));
-    // The four queued callers are served only by the hand-offs of the last calls to end, two at
-    // most (two batch calls in flight): so at least one batch of two or more, and no more single
-    // claims than the eight alone and the one or two leaders. (Which of the two orders happens
-    // is a race: a single leader takes all four, or two leaders split them.)
+    // The four queued callers are served by the hand-offs of the calls that end: at least one
+    // batch of two or more, so at most two of the four alone, beside the eight that called alone.
+    // How they split is a race: one leader takes all four, or leaders woken before the first
+    // takes its batch split them (more than two once the demand has fallen to eight, as the
+    // first callers finish: seen in CI as batches of two, one and one).
     assertThat(calls("claimAll")).isBetween(1, 2);
-    assertThat(calls("claim")).isBetween(8, 9);
+    assertThat(calls("claim")).isBetween(8, 10);
     assertThat(calls("claim") + 2 * calls("claimAll")).isLessThanOrEqualTo(12);
     JdbcStore store = store().dialect(JdbcDialect.POSTGRESQL).build();
     for (int i = 0; i < 12; i++) {
