@@ -526,20 +526,28 @@ public final class PeersBenchmark {
       return "PostgreSQL";
     }
 
-    /** The postmaster and every process it started (backends, WAL writer, checkpointer...). */
+    /**
+     * The postmaster and every process it started (backends, WAL writer, checkpointer...), when
+     * the server runs on this host (embedded, or a local service this user may inspect); none for
+     * a server elsewhere, whose CPU is then not counted.
+     */
     @Override
     public List<ProcessHandle> server() throws SQLException {
-      if (embedded == null) {
-        return List.of(); // a server elsewhere: only this JVM's CPU is counted
-      }
       long backend;
       try (Connection c = pool.getConnection(); Statement s = c.createStatement();
           ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
         rs.next();
         backend = rs.getLong(1);
       }
-      ProcessHandle postmaster = ProcessHandle.of(backend).flatMap(ProcessHandle::parent)
-          .orElseThrow();
+      // A pid of another host's server may name some process of this one: only a postgres
+      // process whose CPU time this user can read counts.
+      ProcessHandle postmaster = ProcessHandle.of(backend)
+          .filter(p -> p.info().command().orElse("").contains("postgres"))
+          .filter(p -> p.info().totalCpuDuration().isPresent())
+          .flatMap(ProcessHandle::parent).orElse(null);
+      if (postmaster == null) {
+        return List.of();
+      }
       List<ProcessHandle> all = new ArrayList<>();
       all.add(postmaster);
       postmaster.children().forEach(all::add);

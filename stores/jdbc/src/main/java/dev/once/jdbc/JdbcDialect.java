@@ -42,7 +42,9 @@ public enum JdbcDialect {
    * PostgreSQL has a version 3: the {@code purge_after} column and its index replace the index on
    * {@code expires_at}, so that a completion changes no indexed column and is a HOT update; and a
    * version 4, a {@code DO} block that gives a table versions 1 to 3 have just made (empty, used
-   * by nothing) a column order in which a completion logs only what it changes.
+   * by nothing) a column order in which a completion logs only what it changes; and a version 5
+   * that drops version 1's three {@code CHECK} constraints, which PostgreSQL compiles again for
+   * every write.
    * Apply it to a table once (or let {@code createSchema()} apply what is missing); hand the
    * versions to your migration tool (Flyway, Liquibase) if you prefer.
    *
@@ -68,13 +70,15 @@ public enum JdbcDialect {
    * on PostgreSQL, {@code V3__once_records_purge_after.sql} (the expiry floor that lets
    * completions be HOT updates) and {@code V4__once_records_layout.sql} (a column order that logs
    * less per write: it remakes a table that versions 1 to 3 have just made and leaves any other as
-   * it is). Ship each as a migration of its own, in order.
+   * it is) and {@code V5__once_records_no_checks.sql} (drops version 1's {@code CHECK}
+   * constraints). Ship each as a migration of its own, in order.
    */
   public List<String> schemaResources() {
     String dir = "dev/once/jdbc/schema/" + directory + "/";
     if (this == POSTGRESQL) {
       return List.of(dir + "V1__once_records.sql", dir + "V2__once_records_claim_id.sql",
-          dir + "V3__once_records_purge_after.sql", dir + "V4__once_records_layout.sql");
+          dir + "V3__once_records_purge_after.sql", dir + "V4__once_records_layout.sql",
+          dir + "V5__once_records_no_checks.sql");
     }
     return List.of(dir + "V1__once_records.sql", dir + "V2__once_records_claim_id.sql");
   }

@@ -105,7 +105,7 @@ class JdbcStoreTest {
           .contains("DROP INDEX IF EXISTS orders_once_expires_idx;");
     }
     assertThat(dialect.schemaResources())
-        .hasSize(dialect == JdbcDialect.POSTGRESQL ? 4 : 2)
+        .hasSize(dialect == JdbcDialect.POSTGRESQL ? 5 : 2)
         .first().isEqualTo(dialect.schemaResource());
     for (String resource : dialect.schemaResources()) {
       assertThat(JdbcStoreTest.class.getClassLoader().getResource(resource)).isNotNull();
@@ -123,13 +123,16 @@ class JdbcStoreTest {
         + " app.once (").contains("CREATE INDEX IF NOT EXISTS once_expires_idx ON app.once")
         .contains("CREATE INDEX IF NOT EXISTS once_purge_idx ON app.once (purge_after);")
         .contains("DROP INDEX IF EXISTS app.once_expires_idx;");
-    // Version 4 is one DO block: split as one statement, its body whole.
+    // Versions 4 and 5 are each one DO block: split as one statement, its body whole.
     java.util.List<String> statements = dev.once.jdbc.internal.SchemaScript.statements(
         JdbcDialect.POSTGRESQL.schema("app.once"));
-    assertThat(statements).hasSize(8);
+    assertThat(statements).hasSize(9);
     assertThat(statements.get(7)).startsWith("DO $$").endsWith("END $$")
         .contains("DROP TABLE app.once;").contains("CREATE TABLE app.once (")
         .contains("CREATE INDEX once_purge_idx ON app.once (purge_after);");
+    assertThat(statements.get(8)).startsWith("DO $$").endsWith("END $$")
+        .contains("hashtext('once.createSchema:app.once')").contains("to_regclass('app.once')")
+        .contains("EXECUTE format('ALTER TABLE %s %s', t, drops);");
   }
 
   @ParameterizedTest

@@ -36,7 +36,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * release have it: the store refuses it with a message naming the fix, and {@code createSchema()}
  * upgrades it in place, keeping its records. On PostgreSQL also a table of version 2 (no
  * {@code purge_after}), and what version 3 is for: completions and failures are HOT updates; and
- * version 4, which gives a table just made its column order and leaves any other as it is.
+ * version 4, which gives a table just made its column order and leaves any other as it is; and
+ * version 5, which drops version 1's checks (and the store refuses the rows they refused).
  */
 class SchemaUpgradeTest {
 
@@ -678,6 +679,157 @@ class SchemaUpgradeTest {
       pool.shutdownNow();
       execute(dataSource, "DROP TABLE IF EXISTS " + table);
     }
+  }
+
+  @Test
+  void version5LeavesNoCheckOfVersion1sOnANewTableWhetherCreateSchemaOrAMigrationToolMadeIt()
+      throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String byStore = Databases.uniqueTable("once_v5");
+    String byTool = Databases.uniqueTable("once_v5_tool");
+    try {
+      JdbcStore.builder(dataSource).dialect(PG).table(byStore).build().createSchema();
+      applyAsAMigrationTool(dataSource, byTool, PG.schemaResources());
+
+      for (String table : java.util.List.of(byStore, byTool)) {
+        assertThat(checks(dataSource, table)).as(table).isEmpty();
+        assertThat(columns(dataSource, table)).as(table).isEqualTo(VERSION_4_ORDER);
+        JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+        store.createSchema(); // idempotent
+        purgeEachAtItsOwnExpiry(store);
+      }
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + byStore);
+      execute(dataSource, "DROP TABLE IF EXISTS " + byTool);
+    }
+  }
+
+  /**
+   * A table of an earlier release, renamed since it was made (its checks' names still carry the
+   * old name), with a check of its owner's: createSchema() drops version 1's three and keeps the
+   * owner's and every record.
+   */
+  @Test
+  void version5DropsVersion1sChecksFromAnExistingTableAndKeepsItsRecordsAndAnyoneElsesCheck()
+      throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String made = Databases.uniqueTable("once_v1_made");
+    String table = Databases.uniqueTable("once_v1_renamed");
+    String scope = "checks." + UUID.randomUUID().toString().substring(0, 8);
+    IdempotencyKey live = IdempotencyKey.of(scope, "live");
+    IdempotencyKey done = IdempotencyKey.of(scope, "done");
+    Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+    try {
+      createVersion1Table(dataSource, PG, made, live, done, now);
+      execute(dataSource, "ALTER TABLE " + made + " RENAME TO " + table);
+      execute(dataSource, "ALTER TABLE " + table + " ADD CONSTRAINT " + table
+          + "_attempts CHECK (attempts > 0)");
+      assertThat(checks(dataSource, table)).hasSize(4);
+
+      JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+      store.createSchema();
+      store.createSchema(); // idempotent
+
+      assertThat(checks(dataSource, table)).containsExactly("CHECK ((attempts > 0))");
+      assertThat(store.claim(new ClaimRequest(done, FP, now, LEASE, RETENTION)))
+          .isInstanceOf(Claim.Replay.class);
+      assertThat(store.claim(new ClaimRequest(live, FP, now, LEASE, RETENTION)))
+          .isEqualTo(new Claim.InProgress(now.plus(LEASE)));
+      // As a migration tool would run it again: nothing left to drop, nothing else touched.
+      applyAsAMigrationTool(dataSource, table, PG.schemaResources().subList(4, 5));
+      assertThat(checks(dataSource, table)).containsExactly("CHECK ((attempts > 0))");
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + made);
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  /** Instances of the new release starting at once on a table that still has the checks. */
+  @Test
+  void instancesUpgradingTheSameTableAtOnceAllSucceedAndItLosesVersion1sChecks() throws Exception {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_v5_race");
+    String scope = "race." + UUID.randomUUID().toString().substring(0, 8);
+    Instant now = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+    int instances = 6;
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(instances);
+    try {
+      createVersion1Table(dataSource, PG, table, IdempotencyKey.of(scope, "live"),
+          IdempotencyKey.of(scope, "done"), now);
+      JdbcStore.builder(dataSource).dialect(PG).table(table).build().createSchema();
+      // Back to the checks a table of the previous release has.
+      execute(dataSource, "ALTER TABLE " + table
+          + " ADD CHECK (status IN ('IN_PROGRESS', 'COMPLETED', 'FAILED')),"
+          + " ADD CHECK (octet_length(fingerprint) = 32),"
+          + " ADD CHECK (outcome_kind IN ('SUCCESS', 'FAILURE'))");
+      assertThat(checks(dataSource, table)).hasSize(3);
+      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(instances);
+      java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+      for (int i = 0; i < instances; i++) {
+        done.add(pool.submit(() -> {
+          JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+          start.await();
+          store.createSchema();
+          return null;
+        }));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+      assertThat(checks(dataSource, table)).isEmpty();
+    } finally {
+      pool.shutdownNow();
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  /** What the checks of version 1 refused, the store refuses when it reads the row. */
+  enum ChangedByHand {
+    STATUS("status = 'DONE'", "status 'DONE'"),
+    FINGERPRINT("fingerprint = '\\x0102'", "a fingerprint of 2 bytes, not 32"),
+    OUTCOME_KIND("outcome_kind = 'OK'", "outcome_kind 'OK'");
+
+    final String set;
+    final String named;
+
+    ChangedByHand(String set, String named) {
+      this.set = set;
+      this.named = named;
+    }
+  }
+
+  @ParameterizedTest
+  @EnumSource(ChangedByHand.class)
+  void aRowChangedByHandToWhatNoVersionWritesIsRefusedByNameAndNothingRuns(ChangedByHand change)
+      throws SQLException {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_by_hand");
+    IdempotencyKey key = IdempotencyKey.of("hand", "k");
+    try {
+      JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+      store.createSchema();
+      dev.once.Once once = dev.once.Once.builder(store).build();
+      once.call(key, FP, Codecs.utf8(), a -> "first");
+      execute(dataSource, "UPDATE " + table + " SET " + change.set);
+
+      java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+      assertThatThrownBy(() -> once.call(key, FP, Codecs.utf8(), a -> "again" + runs.incrementAndGet()))
+          .hasStackTraceContaining("the row of " + key + " is not a record of Once")
+          .hasStackTraceContaining(change.named);
+      assertThatThrownBy(() -> store.find(key)).isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining(change.named).hasMessageContaining("correct or delete the row");
+      assertThat(runs).hasValue(0);
+    } finally {
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
+  /** The definitions of the table's CHECK constraints. */
+  private static java.util.List<String> checks(DataSource dataSource, String table)
+      throws SQLException {
+    return strings(dataSource, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid"
+        + " = to_regclass(?) AND contype = 'c' ORDER BY conname", table);
   }
 
   /** Each script whole, in a transaction of its own, as Flyway runs a migration. */

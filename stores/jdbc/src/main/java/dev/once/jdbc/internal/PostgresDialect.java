@@ -183,8 +183,9 @@ final class PostgresDialect extends Dialect {
    * is never seen before version 4 has given it its column order (version 1 alone, on an upgraded
    * table, would build again the expiry index that version 3 dropped). On an existing table, each
    * later version it lacks, then the floor of rows written before version 3; its column order
-   * stays (version 4 remakes only an empty table, and a migration tool's run of it does that). A
-   * table that is up to date costs a few catalog reads and one index probe.
+   * stays (version 4 remakes only an empty table, and a migration tool's run of it does that);
+   * version 5 runs every time, and locks the table only while it has a check to drop. A table
+   * that is up to date costs a few catalog reads, an advisory lock and one index probe.
    */
   @Override
   void createSchema(Connection c) throws SQLException {
@@ -212,6 +213,7 @@ final class PostgresDialect extends Dialect {
         || exists(c, table.qualified() + "_expires_idx")) {
       execute(c, statements(resources.get(2))); // each statement IF [NOT] EXISTS
     }
+    execute(c, statements(resources.get(4))); // drops only the checks the table still has
     // Rows written before version 3 (or by an older store still running) have purge_after 0:
     // purged all the same, but every purge passes them over until they expire.
     while (execute(c, backfillSql, BACKFILL_BATCH) == BACKFILL_BATCH) {

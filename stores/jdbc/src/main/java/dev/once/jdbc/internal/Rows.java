@@ -39,8 +39,8 @@ final class Rows {
       return null;
     }
     IdempotencyKey key = new IdempotencyKey(scope, rs.getString(o + 2), rs.getString(o + 3));
-    Status status = Status.valueOf(rs.getString(o + 4));
-    Fingerprint fingerprint = Fingerprint.fromDigest(rs.getBytes(o + 5));
+    Status status = status(key, rs.getString(o + 4));
+    Fingerprint fingerprint = fingerprint(key, rs.getBytes(o + 5));
     long token = rs.getLong(o + 6);
     long leaseUntil = rs.getLong(o + 7);
     int attempts = rs.getInt(o + 8);
@@ -51,13 +51,57 @@ final class Rows {
     String kind = rs.getString(o + 11);
     String mediaType = rs.getString(o + 12);
     Outcome outcome = kind == null ? null
-        : Outcome.of(Outcome.Kind.valueOf(kind), mediaType, orEmpty(rs.getBytes(o + 13)));
+        : Outcome.of(kind(key, kind), mediaType, orEmpty(rs.getBytes(o + 13)));
     String lastError = rs.getString(o + 14);
     // claim_id is 0 for rows written before claim ids existed (the column's default).
     return new IdempotencyRecord(key, status, fingerprint, token, EpochMicros.toInstant(leaseUntil),
         attempts, checkpoint, outcome, lastError, EpochMicros.toInstant(rs.getLong(o + 15)),
         EpochMicros.toInstant(rs.getLong(o + 16)), EpochMicros.toInstant(rs.getLong(o + 17)),
         rs.getLong(o + 18));
+  }
+
+  // The table has no CHECK constraints (PostgreSQL compiles them again for every write: schema
+  // version 5), so a row changed by hand is refused here, by name, and never acted on.
+
+  private static Status status(IdempotencyKey key, String value) {
+    if (value != null) {
+      switch (value) {
+        case "IN_PROGRESS":
+          return Status.IN_PROGRESS;
+        case "COMPLETED":
+          return Status.COMPLETED;
+        case "FAILED":
+          return Status.FAILED;
+        default:
+          break;
+      }
+    }
+    throw notARecord(key, "status '" + value + "'");
+  }
+
+  private static Outcome.Kind kind(IdempotencyKey key, String value) {
+    switch (value) {
+      case "SUCCESS":
+        return Outcome.Kind.SUCCESS;
+      case "FAILURE":
+        return Outcome.Kind.FAILURE;
+      default:
+        throw notARecord(key, "outcome_kind '" + value + "'");
+    }
+  }
+
+  private static Fingerprint fingerprint(IdempotencyKey key, byte[] digest) {
+    if (digest == null || digest.length != Fingerprint.LENGTH) {
+      throw notARecord(key, "a fingerprint of " + (digest == null ? 0 : digest.length)
+          + " bytes, not " + Fingerprint.LENGTH);
+    }
+    return Fingerprint.fromDigest(digest);
+  }
+
+  private static IllegalStateException notARecord(IdempotencyKey key, String what) {
+    return new IllegalStateException("the row of " + key + " is not a record of Once: it holds "
+        + what + ", which no version of the store writes (changed outside the store?); nothing"
+        + " was done with it: correct or delete the row");
   }
 
   /** {@link #COLUMNS}, each prefixed with {@code alias.}. */
