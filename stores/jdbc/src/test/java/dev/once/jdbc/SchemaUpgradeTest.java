@@ -784,6 +784,95 @@ class SchemaUpgradeTest {
     }
   }
 
+  /**
+   * A table its owner migrated to version 4 (the previous release), used by an application role
+   * with only DML grants that calls createSchema() at start, as it could before version 5 (found by
+   * review: "must be owner of table").
+   */
+  @Test
+  void createSchemaByARoleThatDoesNotOwnTheTableSucceedsAndLeavesTheChecks() throws Exception {
+    DataSource owner = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_not_owner");
+    String role = "once_app_" + UUID.randomUUID().toString().substring(0, 6);
+    HikariDataSource app = null;
+    try {
+      applyAsAMigrationTool(owner, table, PG.schemaResources().subList(0, 4));
+      execute(owner, "CREATE ROLE " + role + " LOGIN PASSWORD 'x'");
+      execute(owner, "GRANT SELECT, INSERT, UPDATE, DELETE ON " + table + " TO " + role);
+      HikariConfig config = new HikariConfig();
+      String url = TestPostgres.jdbcUrl().replaceAll("user=[^&]*", "user=" + role)
+          .replaceAll("password=[^&]*", "password=x");
+      if (!url.contains("user=")) {
+        url += (url.contains("?") ? "&" : "?") + "user=" + role + "&password=x";
+      }
+      config.setJdbcUrl(url);
+      config.setMaximumPoolSize(2);
+      app = new HikariDataSource(config);
+      JdbcStore store = JdbcStore.builder(app).dialect(PG).table(table).build();
+
+      store.createSchema();
+
+      assertThat(checks(owner, table)).hasSize(3);
+      assertThat(store.claim(new ClaimRequest(IdempotencyKey.of("app", "k"), FP, Instant.now(),
+          LEASE, RETENTION))).isInstanceOf(Claim.Acquired.class);
+    } finally {
+      if (app != null) {
+        app.close();
+      }
+      execute(owner, "DROP TABLE IF EXISTS " + table);
+      execute(owner, "DROP ROLE IF EXISTS " + role);
+    }
+  }
+
+  /**
+   * A new instance starts while a transaction (a long report, pg_dump) holds the table: its
+   * upgrade must not make every running instance's claims queue behind the ALTER TABLE's lock
+   * request for as long as that transaction lasts (found by review). It gives up, and the next
+   * createSchema() drops the checks.
+   */
+  @Test
+  void createSchemaWhileATransactionHoldsTheTableDoesNotStallClaimsAndDropsTheChecksNextTime()
+      throws Exception {
+    DataSource dataSource = Databases.dataSource(PG);
+    String table = Databases.uniqueTable("once_held");
+    java.util.concurrent.ExecutorService pool =
+        java.util.concurrent.Executors.newFixedThreadPool(2);
+    try {
+      applyAsAMigrationTool(dataSource, table, PG.schemaResources().subList(0, 4));
+      JdbcStore store = JdbcStore.builder(dataSource).dialect(PG).table(table).build();
+      try (Connection holder = dataSource.getConnection(); Statement s = holder.createStatement()) {
+        holder.setAutoCommit(false);
+        s.execute("SELECT count(*) FROM " + table);
+        java.util.concurrent.Future<?> upgrade = pool.submit(() -> {
+          store.createSchema();
+          return null;
+        });
+        // Until the ALTER waits for the lock (or has given up already).
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!upgrade.isDone() && count(dataSource, "SELECT count(*) FROM pg_locks WHERE"
+            + " relation = to_regclass('" + table + "') AND NOT granted") == 0
+            && System.nanoTime() < deadline) {
+          Thread.onSpinWait();
+        }
+        java.util.concurrent.Future<Claim> claim = pool.submit(() -> store.claim(new ClaimRequest(
+            IdempotencyKey.of("held", "k"), FP, Instant.now(), LEASE, RETENTION)));
+        try {
+          assertThat(claim.get(10, java.util.concurrent.TimeUnit.SECONDS))
+              .isInstanceOf(Claim.Acquired.class);
+          upgrade.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        } finally {
+          holder.rollback();
+        }
+      }
+      assertThat(checks(dataSource, table)).hasSize(3);
+      store.createSchema();
+      assertThat(checks(dataSource, table)).isEmpty();
+    } finally {
+      pool.shutdownNow();
+      execute(dataSource, "DROP TABLE IF EXISTS " + table);
+    }
+  }
+
   /** What the checks of version 1 refused, the store refuses when it reads the row. */
   enum ChangedByHand {
     STATUS("status = 'DONE'", "status 'DONE'"),
