@@ -69,10 +69,9 @@ public abstract class Dialect {
     lockSql = findSql + lockSuffix();
     insertSql = "INSERT INTO " + t + " (" + Rows.COLUMNS + (expiryFloor ? ", purge_after" : "")
         + ") VALUES (" + "?, ".repeat(Rows.COUNT - (expiryFloor ? 0 : 1)) + "?)" + insertSuffix();
-    insertBareSql = "INSERT INTO " + t + " (scope, tenant, idem_key, status, fingerprint, token,"
-        + " lease_until, attempts, created_at, updated_at, expires_at, claim_id"
-        + (expiryFloor ? ", purge_after" : "") + ") VALUES (" + "?, ".repeat(expiryFloor ? 12 : 11)
-        + "?)" + insertSuffix();
+    insertBareSql = "INSERT INTO " + t + " (" + Rows.BARE_COLUMNS
+        + (expiryFloor ? ", purge_after" : "") + ") VALUES ("
+        + "?, ".repeat(Rows.BARE_COUNT - (expiryFloor ? 0 : 1)) + "?)" + insertSuffix();
     String failExpiry = greatest() + "(?, lease_until)";
     completeSql = "UPDATE " + t + " SET status = 'COMPLETED', outcome_kind = ?,"
         + " outcome_media_type = ?, outcome_body = ?, updated_at = ?, expires_at = ?"
@@ -128,7 +127,13 @@ public abstract class Dialect {
 
   /** Binds {@link #insertSql}'s columns for {@code fresh} from {@code i}; returns the next. */
   final int bindInsert(PreparedStatement ps, int i, IdempotencyRecord fresh) throws SQLException {
-    i = Rows.bindAll(ps, i, fresh);
+    return bindInsert(ps, i, fresh, false);
+  }
+
+  /** Binds {@link #insertBareSql}'s columns if {@code bare}, else {@link #insertSql}'s. */
+  private int bindInsert(PreparedStatement ps, int i, IdempotencyRecord fresh, boolean bare)
+      throws SQLException {
+    i = Rows.bindAll(ps, i, fresh, bare);
     if (expiryFloor) {
       ps.setLong(i++, EpochMicros.of(fresh.expiresAt())); // a new record's floor: its expiry
     }
@@ -338,27 +343,9 @@ public abstract class Dialect {
    * @return whether the row was inserted
    */
   boolean insertIfAbsent(Connection c, IdempotencyRecord fresh) throws SQLException {
-    if (fresh.checkpoint() != null || fresh.outcome() != null || fresh.lastError() != null) {
-      try (PreparedStatement ps = c.prepareStatement(insertSql)) {
-        bindInsert(ps, 1, fresh);
-        return ps.executeUpdate() == 1;
-      }
-    }
-    try (PreparedStatement ps = c.prepareStatement(insertBareSql)) {
-      int i = Rows.bindKey(ps, 1, fresh.key());
-      ps.setString(i++, fresh.status().name());
-      ps.setBytes(i++, fresh.fingerprint().digest());
-      ps.setLong(i++, fresh.token());
-      ps.setLong(i++, EpochMicros.of(fresh.leaseUntil()));
-      ps.setInt(i++, fresh.attempts());
-      ps.setLong(i++, EpochMicros.of(fresh.createdAt()));
-      ps.setLong(i++, EpochMicros.of(fresh.updatedAt()));
-      long expiresAt = EpochMicros.of(fresh.expiresAt());
-      ps.setLong(i++, expiresAt);
-      ps.setLong(i++, fresh.claimId());
-      if (expiryFloor) {
-        ps.setLong(i, expiresAt); // a new record's floor: its expiry
-      }
+    boolean bare = Rows.bare(fresh);
+    try (PreparedStatement ps = c.prepareStatement(bare ? insertBareSql : insertSql)) {
+      bindInsert(ps, 1, fresh, bare);
       return ps.executeUpdate() == 1;
     }
   }

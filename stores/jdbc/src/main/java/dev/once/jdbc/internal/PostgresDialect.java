@@ -184,26 +184,29 @@ final class PostgresDialect extends Dialect {
    * table, would build again the expiry index that version 3 dropped). On an existing table, each
    * later version it lacks, then the floor of rows written before version 3; its column order
    * stays (version 4 remakes only an empty table, and a migration tool's run of it does that);
-   * version 5 runs every time, and locks the table only while it has a check to drop. A table
-   * that is up to date costs a few catalog reads, an advisory lock and one index probe.
+   * on an existing table version 5 runs every time, and locks it only while it has a check to
+   * drop (a table just made has none). A table that is up to date costs a few catalog reads, an
+   * advisory lock and one index probe.
    */
   @Override
   void createSchema(Connection c) throws SQLException {
     List<String> resources = schemaResources;
+    boolean made = false;
     if (!exists(c, table.qualified())) {
-      inTransaction(c, () -> {
+      made = inTransaction(c, () -> {
         // Two instances starting at once: the second waits here, then finds the table made.
         try (PreparedStatement ps = c.prepareStatement(
             "SELECT pg_advisory_xact_lock(hashtext(?))")) {
           ps.setString(1, CREATE_SCHEMA_LOCK + table.qualified());
           ps.execute();
         }
-        if (!exists(c, table.qualified())) {
-          for (String resource : resources) {
-            execute(c, statements(resource));
-          }
+        if (exists(c, table.qualified())) {
+          return false;
         }
-        return null;
+        for (String resource : resources) {
+          execute(c, statements(resource));
+        }
+        return true;
       });
     }
     if (!hasColumn(c, CLAIM_ID)) {
@@ -213,7 +216,9 @@ final class PostgresDialect extends Dialect {
         || exists(c, table.qualified() + "_expires_idx")) {
       execute(c, statements(resources.get(2))); // each statement IF [NOT] EXISTS
     }
-    execute(c, statements(resources.get(4))); // drops only the checks the table still has
+    if (!made) {
+      execute(c, statements(resources.get(4))); // drops only the checks the table still has
+    }
     // Rows written before version 3 (or by an older store still running) have purge_after 0:
     // purged all the same, but every purge passes them over until they expire.
     while (execute(c, backfillSql, BACKFILL_BATCH) == BACKFILL_BATCH) {

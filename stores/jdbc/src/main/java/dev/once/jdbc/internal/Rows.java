@@ -23,6 +23,21 @@ final class Rows {
   /** How many columns {@link #COLUMNS} names. */
   static final int COUNT = 18;
 
+  /**
+   * {@link #COLUMNS} but the six a new claim leaves null (checkpoint, outcome, error), in the
+   * order {@link #bindAll} binds them when told the record has none.
+   */
+  static final String BARE_COLUMNS = "scope, tenant, idem_key, status, fingerprint, token,"
+      + " lease_until, attempts, created_at, updated_at, expires_at, claim_id";
+
+  /** How many columns {@link #BARE_COLUMNS} names. */
+  static final int BARE_COUNT = 12;
+
+  /** Whether {@code r} has none of the columns {@link #BARE_COLUMNS} leaves out. */
+  static boolean bare(IdempotencyRecord r) {
+    return r.checkpoint() == null && r.outcome() == null && r.lastError() == null;
+  }
+
   private static final byte[] EMPTY = new byte[0];
 
   private Rows() {}
@@ -119,15 +134,26 @@ final class Rows {
 
   /** Binds every column of {@link #COLUMNS} from {@code index} on; returns the next index. */
   static int bindAll(PreparedStatement ps, int index, IdempotencyRecord r) throws SQLException {
+    return bindAll(ps, index, r, false);
+  }
+
+  /**
+   * Binds the columns of {@link #BARE_COLUMNS} if {@code bare} (the record must have none of the
+   * others: {@link #bare}), else of {@link #COLUMNS}, from {@code index} on; returns the next.
+   */
+  static int bindAll(PreparedStatement ps, int index, IdempotencyRecord r, boolean bare)
+      throws SQLException {
     int i = bindKey(ps, index, r.key());
     ps.setString(i++, r.status().name());
     ps.setBytes(i++, r.fingerprint().digest());
     ps.setLong(i++, r.token());
     ps.setLong(i++, EpochMicros.of(r.leaseUntil()));
     ps.setInt(i++, r.attempts());
-    i = bindCheckpoint(ps, i, r);
-    i = bindOutcome(ps, i, r);
-    string(ps, i++, r.lastError());
+    if (!bare) {
+      i = bindCheckpoint(ps, i, r);
+      i = bindOutcome(ps, i, r);
+      string(ps, i++, r.lastError());
+    }
     ps.setLong(i++, EpochMicros.of(r.createdAt()));
     ps.setLong(i++, EpochMicros.of(r.updatedAt()));
     ps.setLong(i++, EpochMicros.of(r.expiresAt()));
