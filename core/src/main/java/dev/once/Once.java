@@ -458,9 +458,14 @@ public final class Once {
      *
      * <p>Off by default. It pays on PostgreSQL with many concurrent callers (docs/benchmarks.md);
      * on Redis it does not (Lettuce already pipelines concurrent commands). What it costs: once
-     * callers queue, at most two calls of each kind run at once, so two store calls that wait (a
-     * row lock held by a long transaction, a store that answers late) hold up the callers queued
-     * behind them, on any key, until they end (docs/architecture.md, "Coalesced store calls").
+     * callers queue, at most two calls of each kind run at once; when those answer late (a row
+     * lock held by a long transaction, a store that stalls), the callers queued behind them wait
+     * up to 50 ms (on the {@link #ticker}) before the oldest makes one more call for all of them,
+     * up to {@code callsAlone} calls. A batch claim waits as long for a row another transaction
+     * holds, on a store that can bound it (the JDBC store on PostgreSQL), then its callers claim
+     * alone, so that only the held key's caller waits; elsewhere the callers inside a call that
+     * waits wait with it. When the demand falls to {@code callsAlone}, queued callers are
+     * admitted at once (docs/architecture.md, "Coalesced store calls").
      *
      * @param callsAlone 0 for off, else how many store calls of each kind callers make alone at
      *     once before they share batches (the connection pool's size, e.g. 8)

@@ -6,7 +6,9 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 
 /**
  * Runs the concurrent requests of one kind (claims, completions) as shared batch calls when, and
@@ -38,6 +40,20 @@ import java.util.function.Function;
  * fail the others. That is safe because stores apply a batch all or nothing and recognise a
  * re-sent command as their own.
  *
+ * <p>Two escapes keep a queued caller from waiting on what it does not need:
+ * <ul>
+ *   <li><b>When the demand falls</b> to {@code callsAlone} or below (callers leave, of either
+ *       kind), the caller leaving hands a free slot to the oldest caller queued in each sibling
+ *       that has one, at once: it does not wait for a call of its own kind to end.</li>
+ *   <li><b>When the calls in flight answer late</b> (a batch waiting for a row lock, a server
+ *       that stalls), the oldest queued caller that has waited {@code escapeNanos} takes one
+ *       more slot, up to {@code callsAlone}, and leads a batch of everything queued; the slot
+ *       is handed on until a call that was in flight before the escape ends (until then it may
+ *       be stuck). Every caller queued behind a stuck call is served after at most that wait,
+ *       as long as fewer than {@code callsAlone} calls are stuck. The callers inside a stuck
+ *       batch still wait for it.</li>
+ * </ul>
+ *
  * @param <Q> a request
  * @param <R> its answer
  */
@@ -52,18 +68,53 @@ final class Coalescer<Q, R> {
   private final ArrayDeque<Pending<Q, R>> queue = new ArrayDeque<>();
   /** Calls in flight, counting slots handed to a woken leader. Guarded by {@link #lock}. */
   private int calling;
-  /** Callers in this coalescer and its siblings now: the demand. */
-  private final AtomicInteger demand;
+  /**
+   * Slots added by escapes, each kept until a call that was in flight before the latest escape
+   * ends (one of the calls escaped from, which may be stuck still, until then). Guarded by
+   * {@link #lock}.
+   */
+  private int escaped;
+  /** How many escapes there have been: a call begun before the latest may be a stuck one. */
+  private volatile long escapes;
+  /** Callers in this coalescer and its siblings now, and the siblings. */
+  private final Demand demand;
+  private final LongSupplier ticker;
+  /** How long the oldest queued caller waits before it takes one more slot; 0: never. */
+  private final long escapeNanos;
+
+  /**
+   * The callers in a group of sibling coalescers (a call's claim and its completion count as one
+   * caller each while they wait or call), and how many of them are queued.
+   */
+  static final class Demand {
+    private final AtomicInteger callers = new AtomicInteger();
+    /** Requests queued in any sibling: a caller leaving looks at the queues only when some are. */
+    private final AtomicInteger queued = new AtomicInteger();
+    private final List<Coalescer<?, ?>> siblings = new CopyOnWriteArrayList<>();
+
+    /** How many callers are in the siblings now (for tests). */
+    int callers() {
+      return callers.get();
+    }
+
+    /** Counts {@code n} callers more (less) as if in a sibling, admitting nobody (for tests). */
+    void addCallersForTest(int n) {
+      callers.addAndGet(n);
+    }
+  }
 
   /**
    * @param callsAlone how many single calls may be in flight while nobody queues
    * @param batchCalls how many calls may be in flight once callers queue (at most callsAlone)
    * @param demand     counts the callers in this coalescer and in its siblings (shared with them)
+   * @param ticker      nanoseconds, as {@link System#nanoTime}
+   * @param escapeNanos how long the oldest queued caller waits for the calls in flight before it
+   *     takes one more slot (at most {@code callsAlone} in flight); 0: it waits for them
    * @param single one request alone (a caller alone, and the fallback of a failed batch)
    * @param batch  many at once: one answer per request, in order
    */
-  Coalescer(int maxBatch, int callsAlone, int batchCalls, AtomicInteger demand,
-      Function<Q, R> single, Function<List<Q>, List<R>> batch) {
+  Coalescer(int maxBatch, int callsAlone, int batchCalls, Demand demand, LongSupplier ticker,
+      long escapeNanos, Function<Q, R> single, Function<List<Q>, List<R>> batch) {
     if (batchCalls < 1 || batchCalls > callsAlone) {
       throw new IllegalArgumentException("batchCalls must be between 1 and " + callsAlone);
     }
@@ -71,23 +122,92 @@ final class Coalescer<Q, R> {
     this.callsAlone = callsAlone;
     this.batchCalls = batchCalls;
     this.demand = demand;
+    this.ticker = ticker;
+    this.escapeNanos = escapeNanos;
     this.single = single;
     this.batch = batch;
+    demand.siblings.add(this);
   }
 
   /** The answer to {@code request}: from a call of its own, or one it shares with others. */
   R call(Q request) {
-    demand.incrementAndGet();
+    demand.callers.incrementAndGet();
     try {
       return callCounted(request);
     } finally {
-      demand.decrementAndGet();
+      // Read after the decrement, as a caller queueing reads the demand after counting itself
+      // queued: one of the two sees the other, so no caller stays queued with a slot free.
+      if (demand.callers.decrementAndGet() <= callsAlone && demand.queued.get() > 0) {
+        for (Coalescer<?, ?> sibling : demand.siblings) {
+          sibling.admit();
+        }
+      }
     }
   }
 
   /** How many calls may be in flight at the current demand. */
   private int slots() {
-    return demand.get() <= callsAlone ? callsAlone : batchCalls;
+    return demand.callers.get() <= callsAlone ? callsAlone : batchCalls;
+  }
+
+  /**
+   * The demand fell: a free slot goes to the oldest queued caller, which takes everything queued
+   * when it wakes (the next caller leaving admits another if a slot is still free).
+   */
+  private void admit() {
+    Pending<Q, R> leader = null;
+    lock.lock();
+    try {
+      if (!queue.isEmpty() && calling < slots()) {
+        calling++;
+        leader = dequeue();
+        leader.state = Pending.LEAD;
+      }
+    } finally {
+      lock.unlock();
+    }
+    if (leader != null) {
+      LockSupport.unpark(leader.waiter);
+    }
+  }
+
+  /**
+   * {@code mine} has waited {@link #escapeNanos} at the head of the queue while the calls in
+   * flight did not end: one more call, leading everything queued, if fewer than
+   * {@link #callsAlone} are in flight. Null otherwise (it waits on).
+   */
+  private List<Pending<Q, R>> escape(Pending<Q, R> mine) {
+    if (mine.state != Pending.WAITING || ticker.getAsLong() - mine.queuedAt < escapeNanos) {
+      return null;
+    }
+    lock.lock();
+    try {
+      if (mine.state != Pending.WAITING || queue.peek() != mine || calling >= callsAlone) {
+        return null;
+      }
+      dequeue();
+      calling++;
+      escaped++;
+      escapes++; // under the lock: only read outside it
+      return take(mine);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Queues {@code p}, counted in the demand's queued. Call with the lock held. */
+  private void enqueue(Pending<Q, R> p) {
+    queue.add(p);
+    demand.queued.incrementAndGet();
+  }
+
+  /** The oldest queued request, out of the queue; null if none. Call with the lock held. */
+  private Pending<Q, R> dequeue() {
+    Pending<Q, R> p = queue.poll();
+    if (p != null) {
+      demand.queued.decrementAndGet();
+    }
+    return p;
   }
 
   private R callCounted(Q request) {
@@ -95,15 +215,17 @@ final class Coalescer<Q, R> {
     if (queue.isEmpty() && calling < slots()) {
       // A free slot and nobody waiting: call alone, with nothing to allocate or hand over.
       calling++;
+      long began = escapes;
       lock.unlock();
       try {
         return single.apply(request);
       } finally {
-        handOver();
+        handOver(began);
       }
     }
-    Pending<Q, R> mine = new Pending<>(request, Thread.currentThread());
-    queue.add(mine);
+    Pending<Q, R> mine = new Pending<>(request, Thread.currentThread(),
+        escapeNanos > 0 ? ticker.getAsLong() : 0);
+    enqueue(mine);
     List<Pending<Q, R>> taken = null;
     if (calling < slots()) {
       calling++;
@@ -115,15 +237,25 @@ final class Coalescer<Q, R> {
     boolean interrupted = taken != null && taken.size() > 1 && Thread.interrupted();
     while (true) {
       if (taken != null) {
+        long began = escapes;
         try {
           run(taken);
         } finally {
-          handOver();
+          handOver(began);
         }
+        taken = null;
       }
-      while (mine.state == Pending.WAITING) {
-        LockSupport.park(this);
+      while (mine.state == Pending.WAITING && taken == null) {
+        if (escapeNanos > 0) {
+          LockSupport.parkNanos(this, escapeNanos);
+          taken = escape(mine);
+        } else {
+          LockSupport.park(this);
+        }
         interrupted |= Thread.interrupted(); // uninterruptible, as a store call is
+      }
+      if (taken != null) {
+        continue; // escaped: it leads a batch with a slot of its own
       }
       if (mine.state == Pending.ALONE) {
         // The batch this request was in failed: repeated here, on its caller's own thread, so
@@ -163,24 +295,29 @@ final class Coalescer<Q, R> {
       taken.add(first);
     }
     while (!queue.isEmpty() && taken.size() < maxBatch) {
-      taken.add(queue.poll());
+      taken.add(dequeue());
     }
     return taken;
   }
 
   /**
-   * Ends a call: gives its slot to the oldest waiting request, to lead the next batch, or gives
-   * the slot up (nobody waits, or more calls are in flight than the demand allows: fewer, larger
-   * batches, and a call still in flight serves the queue).
+   * Ends a call begun when there had been {@code began} escapes: gives its slot to the oldest
+   * waiting request, to lead the next batch, or gives the slot up (nobody waits, or more calls
+   * are in flight than the demand allows, with the slots escapes added: fewer, larger batches,
+   * and a call still in flight serves the queue). A call begun before the latest escape may be
+   * one that was escaped from: now that it ended, one escape's slot goes.
    */
-  private void handOver() {
+  private void handOver(long began) {
     Pending<Q, R> leader = null;
     lock.lock();
     try {
-      if (queue.isEmpty() || calling > slots()) {
+      if (began < escapes && escaped > 0) {
+        escaped--;
+      }
+      if (queue.isEmpty() || calling > Math.min(callsAlone, slots() + escaped)) {
         calling--;
       } else {
-        leader = queue.poll(); // out of the queue: nobody else can take it into a batch
+        leader = dequeue(); // out of the queue: nobody else can take it into a batch
         leader.state = Pending.LEAD;
       }
     } finally {
@@ -188,6 +325,16 @@ final class Coalescer<Q, R> {
     }
     if (leader != null) {
       LockSupport.unpark(leader.waiter);
+    }
+  }
+
+  /** How many slots escapes added that are still kept (for tests). */
+  int escapedSlots() {
+    lock.lock();
+    try {
+      return escaped;
+    } finally {
+      lock.unlock();
     }
   }
 
@@ -273,13 +420,16 @@ final class Coalescer<Q, R> {
 
     final Q request;
     final Thread waiter;
+    /** When it was queued, on the ticker (0 when the coalescer has no escape). */
+    final long queuedAt;
     R answer;
     Throwable failure;
     volatile int state;
 
-    Pending(Q request, Thread waiter) {
+    Pending(Q request, Thread waiter, long queuedAt) {
       this.request = request;
       this.waiter = waiter;
+      this.queuedAt = queuedAt;
     }
 
     /** Answers this request and wakes its caller (unless the caller is the one answering). */

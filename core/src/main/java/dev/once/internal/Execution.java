@@ -61,14 +61,14 @@ public final class Execution {
         java.util.concurrent.Executor.class);
     int callsAlone = config.coalescedCallsInFlight();
     if (callsAlone > 0) {
-      java.util.concurrent.atomic.AtomicInteger demand =
-          new java.util.concurrent.atomic.AtomicInteger();
+      Coalescer.Demand demand = new Coalescer.Demand();
       int batchCalls = Math.min(callsAlone, BATCH_CALLS_IN_FLIGHT);
       coalescers = new Coalescers(
-          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, store::claim,
-              store::claimAll),
-          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, this::completeOne,
-              this::completeMany));
+          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
+              COALESCED_ESCAPE_NANOS, store::claim,
+              requests -> store.claimAll(requests, COALESCED_LOCK_WAIT)),
+          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
+              COALESCED_ESCAPE_NANOS, this::completeOne, this::completeMany));
     } else {
       coalescers = null;
     }
@@ -94,6 +94,21 @@ public final class Execution {
 
   /** How many batch calls of each kind may be in flight once callers queue: fewer, larger. */
   static final int BATCH_CALLS_IN_FLIGHT = 2;
+
+  /**
+   * How long the oldest queued caller waits for the calls in flight before it makes one more
+   * (up to the calls alone): far above a batch call's round trip (a few milliseconds for 128
+   * keys), so it only cuts short a call stuck on a row lock or a server that answers late.
+   */
+  static final long COALESCED_ESCAPE_NANOS =
+      java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50);
+
+  /**
+   * How long a coalesced batch claim waits for a row another transaction holds before it gives
+   * up and its callers make their claims alone (only the one whose row is held waits then): as
+   * long as a queued caller waits for a late call, for the same reason.
+   */
+  static final Duration COALESCED_LOCK_WAIT = Duration.ofNanos(COALESCED_ESCAPE_NANOS);
 
   private Claim claimOnce(CallEvents events, ClaimRequest request) {
     Coalescers shared = coalescers;

@@ -135,6 +135,12 @@ final class StoreCalls {
     return timed("claimAll", calls, () -> store.claimAll(requests));
   }
 
+  /** {@link IdempotencyStore#claimAll(java.util.List, Duration)}: gives up on a held row. */
+  public java.util.List<Claim> claimAll(java.util.List<ClaimRequest> requests,
+      Duration lockWait) {
+    return timed("claimAll", () -> store.claimAll(requests, lockWait));
+  }
+
   public java.util.Set<IdempotencyKey> completeAll(
       java.util.List<dev.once.spi.Completion> completions, Instant now, Duration retention) {
     return completeAll(completions, now, retention, java.util.List.of());

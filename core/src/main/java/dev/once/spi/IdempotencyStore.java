@@ -106,6 +106,22 @@ public interface IdempotencyStore extends AutoCloseable {
   }
 
   /**
+   * As {@link #claimAll(List)}, for a caller that would rather make the requests one by one than
+   * have all of them wait for one key: a store that waits for a row another transaction holds (a
+   * database's row lock) may give up once it has waited {@code lockWait} for one, throwing
+   * {@link StoreUnavailableException} with nothing of the batch held (all or nothing, as
+   * {@link #claimAll(List)}), at once and not retried. Once's coalesced claims call it, and on
+   * that failure make each request alone, each on its caller's thread: only the key whose row is
+   * held waits. Stores that do not wait for each other's rows need not override it; the default
+   * is {@link #claimAll(List)}, which waits.
+   *
+   * @param lockWait how long to wait for any one row another transaction holds; positive
+   */
+  default List<Claim> claimAll(List<ClaimRequest> requests, Duration lockWait) {
+    return claimAll(requests);
+  }
+
+  /**
    * Stores the final outcome: IN_PROGRESS → COMPLETED, kept until {@code now + retention}. The
    * same completion repeated after it was applied (COMPLETED under {@code token} with an equal
    * outcome) is acknowledged and changes nothing.

@@ -48,8 +48,8 @@ class CoalescerFailurePathsTest {
    */
   @Test
   void aCheckedExceptionFromABatchCallAnswersEveryCallerOfTheBatch() throws Exception {
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(),
-        this::holding, requests -> {
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0, this::holding, requests -> {
           throw CoalescerFailurePathsTest.<RuntimeException>sneaky(
               new java.io.IOException("connection reset"));
         });
@@ -86,14 +86,15 @@ class CoalescerFailurePathsTest {
    */
   @Test
   void anInterruptedCallerDoesNotFailOtherCallersRequests() throws Exception {
-    AtomicInteger demand = new AtomicInteger();
+    Coalescer.Demand demand = new Coalescer.Demand();
     java.util.function.Function<String, String> interruptible = r -> {
       if (Thread.currentThread().isInterrupted()) {
         throw new IllegalStateException("interrupted during connection acquisition");
       }
       return holding(r);
     };
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 3, 1, demand, interruptible,
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 3, 1,
+        demand, System::nanoTime, 0, interruptible,
         rs -> {
           if (Thread.currentThread().isInterrupted()) {
             throw new IllegalStateException("interrupted during connection acquisition");
@@ -102,10 +103,10 @@ class CoalescerFailurePathsTest {
         });
     Future<String> first = threads.submit(() -> coalescer.call("hold-first"));
     await(entered);
-    demand.addAndGet(10); // ten callers in the sibling coalescer: above callsAlone, one slot
+    demand.addCallersForTest(10); // ten callers in the sibling: above callsAlone, one slot
     Future<String> other = threads.submit(() -> coalescer.call("other"));
     waitUntilQueued(coalescer, 1);
-    demand.addAndGet(-10); // the sibling's callers are done
+    demand.addCallersForTest(-10); // the sibling's callers are done
 
     Future<String> interrupted = threads.submit(() -> {
       Thread.currentThread().interrupt();
@@ -129,34 +130,6 @@ class CoalescerFailurePathsTest {
     }
   }
 
-  /** Requests named "gate-…" wait in their store call for their own gate to open. */
-  private final java.util.Map<String, CountDownLatch> gates =
-      new java.util.concurrent.ConcurrentHashMap<>();
-  private final java.util.Map<String, CountDownLatch> inside =
-      new java.util.concurrent.ConcurrentHashMap<>();
-
-  private String gated(String request) {
-    if (request.startsWith("gate-")) {
-      inside.computeIfAbsent(request, r -> new CountDownLatch(1)).countDown();
-      await(gates.computeIfAbsent(request, r -> new CountDownLatch(1)));
-    }
-    return request.toUpperCase();
-  }
-
-  private void open(String request) {
-    gates.computeIfAbsent(request, r -> new CountDownLatch(1)).countDown();
-  }
-
-  private void awaitInside(String request) {
-    await(inside.computeIfAbsent(request, r -> new CountDownLatch(1)));
-  }
-
-  /**
-   * A caller queued while the demand (counting the sibling's callers) was above callsAlone is
-   * served only when a call of its own coalescer ends or another caller arrives. When the
-   * sibling's callers leave and free slots appear, nobody takes the queue: the caller waits for
-   * the (possibly slow) calls in flight, with slots free and nobody else waiting.
-   */
   @SuppressWarnings("unchecked")
   private static <E extends Throwable> E sneaky(Throwable e) throws E {
     throw (E) e;

@@ -70,7 +70,8 @@ class CoalescerTest {
 
   @Test
   void aLoneCallerCallsAloneAndAtOnce() {
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(), this::one, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0, this::one, this::many);
 
     assertThat(coalescer.call("a")).isEqualTo("A");
     assertThat(coalescer.call("b")).isEqualTo("B");
@@ -79,7 +80,8 @@ class CoalescerTest {
 
   @Test
   void callersArrivingDuringACallShareTheNextInArrivalOrderBoundedInSize() throws Exception {
-    Coalescer<String, String> coalescer = new Coalescer<>(3, 1, 1, new AtomicInteger(), this::one, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(3, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0, this::one, this::many);
     Future<String> first = threads.submit(() -> coalescer.call("first"));
     await(firstCallEntered);
     List<Future<String>> queued = new ArrayList<>();
@@ -101,7 +103,8 @@ class CoalescerTest {
 
   @Test
   void aRefusedBatchIsRepeatedRequestByRequestSoOnlyTheBadOneFails() throws Exception {
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(), this::one, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0, this::one, this::many);
     Future<String> first = threads.submit(() -> coalescer.call("first"));
     await(firstCallEntered);
     Future<String> good = threads.submit(() -> coalescer.call("good"));
@@ -127,7 +130,8 @@ class CoalescerTest {
   void aRefusedBatchIsRepeatedByEachCallerOnItsOwnThread() throws Exception {
     java.util.Map<String, Thread> ranOn = new java.util.concurrent.ConcurrentHashMap<>();
     java.util.Map<String, Thread> calledFrom = new java.util.concurrent.ConcurrentHashMap<>();
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(), r -> {
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0, r -> {
       ranOn.put(r, Thread.currentThread());
       return one(r);
     }, this::many);
@@ -183,7 +187,8 @@ class CoalescerTest {
   @Test
   void callersNoMoreThanCallsAloneEachCallAloneAtOnce() throws Exception {
     Coalescer<String, String> coalescer =
-        new Coalescer<>(8, 3, 1, new AtomicInteger(), this::holding, this::many);
+        new Coalescer<>(8, 3, 1, new Coalescer.Demand(), System::nanoTime, 0,
+            this::holding, this::many);
 
     List<String> requests = List.of("hold-a", "hold-b", "hold-c");
     List<Future<String>> held = new ArrayList<>();
@@ -202,7 +207,8 @@ class CoalescerTest {
   @Test
   void callersBeyondCallsAloneQueueAndShareOneBatchOnceTheCallsInFlightShrink() throws Exception {
     Coalescer<String, String> coalescer =
-        new Coalescer<>(8, 2, 1, new AtomicInteger(), this::holding, this::many);
+        new Coalescer<>(8, 2, 1, new Coalescer.Demand(), System::nanoTime, 0,
+            this::holding, this::many);
     Future<String> a = callHeld(coalescer, "hold-a");
     Future<String> b = callHeld(coalescer, "hold-b");
     List<Future<String>> queued = new ArrayList<>();
@@ -235,11 +241,13 @@ class CoalescerTest {
    */
   @Test
   void callersInASiblingCoalescerCountTowardsTheDemand() throws Exception {
-    AtomicInteger demand = new AtomicInteger();
+    Coalescer.Demand demand = new Coalescer.Demand();
     Coalescer<String, String> claims =
-        new Coalescer<>(8, 2, 1, demand, this::holding, this::many);
+        new Coalescer<>(8, 2, 1, demand, System::nanoTime, 0,
+            this::holding, this::many);
     Coalescer<String, String> completions =
-        new Coalescer<>(8, 2, 1, demand, this::holding, this::many);
+        new Coalescer<>(8, 2, 1, demand, System::nanoTime, 0,
+            this::holding, this::many);
     Future<String> claiming = callHeld(claims, "hold-claim");
     Future<String> completing = callHeld(completions, "hold-complete");
 
@@ -253,13 +261,85 @@ class CoalescerTest {
     assertThat(next.get(30, TimeUnit.SECONDS)).isEqualTo("X");
     release("hold-claim");
     assertThat(claiming.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-CLAIM");
-    assertThat(demand).hasValue(0);
+    assertThat(demand.callers()).isZero();
+  }
+
+  /**
+   * A caller queued while the demand (with the sibling's callers) was above callsAlone: when the
+   * sibling's callers leave, a slot is free at once. It used to wait for a call of its own kind
+   * to end, however slow, with that slot free and nobody else waiting.
+   */
+  @Test
+  void aQueuedCallerIsServedWhenTheDemandFallsNotWhenACallOfItsOwnKindEnds() throws Exception {
+    Coalescer.Demand demand = new Coalescer.Demand();
+    Coalescer<String, String> claims = new Coalescer<>(8, 2, 1,
+        demand, System::nanoTime, 0, this::holding, this::many);
+    Coalescer<String, String> completions = new Coalescer<>(8, 2, 1,
+        demand, System::nanoTime, 0, this::holding, this::many);
+    Future<String> claiming = callHeld(claims, "hold-claim");
+    Future<String> completing = callHeld(completions, "hold-complete");
+    Future<String> next = threads.submit(() -> completions.call("x"));
+    waitUntilQueued(completions, 1); // demand 3, above 2: one call in flight, and it is taken
+    try {
+      release("hold-claim"); // demand 2: two calls may be in flight, and only one is
+      assertThat(claiming.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-CLAIM");
+
+      assertThat(next.get(10, TimeUnit.SECONDS))
+          .as("served while the completion in flight is still held").isEqualTo("X");
+      assertThat(completing).isNotDone();
+      assertThat(calls).containsExactly("one:hold-claim", "one:x");
+    } finally {
+      release("hold-complete");
+    }
+    assertThat(completing.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-COMPLETE");
+    assertThat(demand.callers()).isZero();
+  }
+
+  /**
+   * Callers queued behind calls that do not end (a batch waiting for a row lock, a server that
+   * stalls): once the oldest has waited the escape time (on the ticker), it makes one more call,
+   * with everything queued, as long as fewer than callsAlone calls are in flight.
+   */
+  @Test
+  void queuedCallersEscapeCallsInFlightThatAnswerLate() throws Exception {
+    java.util.concurrent.atomic.AtomicLong ticker = new java.util.concurrent.atomic.AtomicLong();
+    long escape = TimeUnit.MILLISECONDS.toNanos(5);
+    Coalescer.Demand demand = new Coalescer.Demand();
+    Coalescer<String, String> claims = new Coalescer<>(8, 3, 1,
+        demand, ticker::get, escape, this::holding, this::many);
+    Coalescer<String, String> completions = new Coalescer<>(8, 3, 1,
+        demand, ticker::get, escape, this::holding, this::many);
+    List<Future<String>> held = new ArrayList<>();
+    held.add(callHeld(claims, "hold-a"));
+    held.add(callHeld(claims, "hold-b"));
+    held.add(callHeld(completions, "hold-c")); // three alone: the demand is at callsAlone
+    Future<String> d = threads.submit(() -> completions.call("d"));
+    waitUntilQueued(completions, 1); // demand 4: one call in flight (held), and it is taken
+    Future<String> e = threads.submit(() -> completions.call("e"));
+    waitUntilQueued(completions, 2);
+    try {
+      ticker.addAndGet(escape);
+
+      assertThat(d.get(10, TimeUnit.SECONDS)).isEqualTo("D");
+      assertThat(e.get(10, TimeUnit.SECONDS)).isEqualTo("E");
+      assertThat(held).noneMatch(Future::isDone);
+      assertThat(calls).containsExactly("many:[d, e]");
+      assertThat(completions.escapedSlots()).as("kept: the call escaped from is stuck still")
+          .isEqualTo(1);
+    } finally {
+      List.of("hold-a", "hold-b", "hold-c").forEach(this::release);
+    }
+    for (Future<String> f : held) {
+      assertThat(f.get(30, TimeUnit.SECONDS)).startsWith("HOLD-");
+    }
+    assertThat(completions.escapedSlots()).as("the call escaped from ended").isZero();
+    assertThat(demand.callers()).isZero();
   }
 
   @Test
   void aCallAloneThatFailsFreesItsSlot() {
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(),
-        this::one, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0, this::one, this::many);
 
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> coalescer.call("bad"))
         .hasMessage("refused bad");
@@ -270,8 +350,9 @@ class CoalescerTest {
 
   @Test
   void aQueuedCallerInterruptedStillGetsItsAnswerAndKeepsItsInterrupt() throws Exception {
-    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new AtomicInteger(),
-        this::holding, this::many);
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0,
+            this::holding, this::many);
     Future<String> first = callHeld(coalescer, "hold-first");
     java.util.concurrent.atomic.AtomicReference<Thread> waiter =
         new java.util.concurrent.atomic.AtomicReference<>();
@@ -299,11 +380,13 @@ class CoalescerTest {
   @Tag("races")
   void manyRealThreadsEachGetTheirOwnAnswer(String kind) throws Exception {
     ExecutorService threads = kind.equals("virtual") ? virtualThreads() : this.threads;
-    AtomicInteger demand = new AtomicInteger();
-    Coalescer<String, String> coalescer = new Coalescer<>(16, 4, 2, demand,
+    Coalescer.Demand demand = new Coalescer.Demand();
+    Coalescer<String, String> coalescer = new Coalescer<>(16, 4, 2,
+        demand, System::nanoTime, 0,
         r -> r.toUpperCase(), rs -> rs.stream().map(String::toUpperCase).toList());
     // A sibling sharing the demand, as a call's completion shares it with its claim.
-    Coalescer<String, String> sibling = new Coalescer<>(16, 4, 2, demand,
+    Coalescer<String, String> sibling = new Coalescer<>(16, 4, 2,
+        demand, System::nanoTime, 0,
         r -> r.toLowerCase(), rs -> rs.stream().map(String::toLowerCase).toList());
     List<Future<Boolean>> results = new ArrayList<>();
     CountDownLatch start = new CountDownLatch(1);
@@ -326,7 +409,7 @@ class CoalescerTest {
       for (Future<Boolean> r : results) {
         assertThat(r.get(60, TimeUnit.SECONDS)).isTrue();
       }
-      assertThat(demand).hasValue(0);
+      assertThat(demand.callers()).isZero();
       assertThat(coalescer.queued()).isZero();
     } finally {
       threads.shutdownNow();

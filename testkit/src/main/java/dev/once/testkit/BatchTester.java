@@ -5,12 +5,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.once.IdempotencyKey;
 import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
 import dev.once.spi.ClaimRules;
+import java.time.Duration;
 import java.util.List;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 /**
- * Batch claims ({@code claimAll}): every outcome answered in request order; an empty batch.
+ * Batch claims ({@code claimAll}, with and without a lock wait): every outcome answered in
+ * request order; an empty batch.
  */
 abstract class BatchTester extends ConformanceTester {
 
@@ -20,6 +24,17 @@ abstract class BatchTester extends ConformanceTester {
 
   @Test
   void answersEveryOutcomeInRequestOrder() {
+    answersEveryOutcomeInRequestOrder(store::claimAll);
+  }
+
+  /** With no row held by another transaction, a lock wait changes nothing. */
+  @Test
+  void answersEveryOutcomeInRequestOrderWithALockWait() {
+    answersEveryOutcomeInRequestOrder(requests -> store.claimAll(requests, Duration.ofMillis(50)));
+  }
+
+  private void answersEveryOutcomeInRequestOrder(
+      Function<List<ClaimRequest>, List<Claim>> claimAll) {
     IdempotencyKey completed = newKey();
     long completedToken = acquire(completed).token();
     complete(completed, completedToken, text("done"));
@@ -32,7 +47,7 @@ abstract class BatchTester extends ConformanceTester {
     acquire(reused);
     IdempotencyKey fresh = newKey();
 
-    List<Claim> claims = store.claimAll(List.of(
+    List<Claim> claims = claimAll.apply(List.of(
         request(fresh, FP), request(completed, FP), request(running, FP),
         request(reused, OTHER_FP), request(failed, FP), request(fresh, FP)));
 

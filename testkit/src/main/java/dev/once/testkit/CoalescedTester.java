@@ -86,10 +86,13 @@ abstract class CoalescedTester extends ConformanceTester {
     return answer;
   }
 
-  /** Waits (polling, with a deadline) until {@code t} is parked, waiting for a shared call. */
+  /**
+   * Waits (polling, with a deadline) until {@code t} is parked, waiting for a shared call (a
+   * queued caller parks for a while at a time, to see whether the calls in flight are late).
+   */
   private void awaitParked(Thread t) {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (t.getState() != Thread.State.WAITING) {
+    while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
       assertThat(System.nanoTime()).as("%s parked in time", t).isLessThan(deadline);
       Thread.onSpinWait();
       Thread.yield();

@@ -244,6 +244,18 @@ public final class JdbcStore implements IdempotencyStore {
   }
 
   /**
+   * As {@link #claimAll(List)}; on PostgreSQL the batch's transaction waits at most
+   * {@code lockWait} for any row another transaction holds (a {@link TransactionalOnce} call in
+   * progress, a claim not yet committed), with {@code SET LOCAL lock_timeout}, then rolls back
+   * and throws {@link dev.once.StoreUnavailableException} at once, without retrying. MariaDB and
+   * SQLite wait as {@link #claimAll(List)} does (MariaDB's bound counts whole seconds).
+   */
+  @Override
+  public List<Claim> claimAll(List<ClaimRequest> requests, java.time.Duration lockWait) {
+    return engine().claimAll(requests, java.util.Objects.requireNonNull(lockWait, "lockWait"));
+  }
+
+  /**
    * {@inheritDoc}
    *
    * <p>PostgreSQL: one {@code UPDATE … FROM unnest(…) RETURNING} statement, one round trip.

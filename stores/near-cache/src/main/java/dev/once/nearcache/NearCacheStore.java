@@ -241,6 +241,18 @@ public final class NearCacheStore implements IdempotencyStore {
    */
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests) {
+    return claimAll(requests, store::claimAll);
+  }
+
+  /** As {@link #claimAll(List)}, the store's {@code claimAll} bounding its wait as asked. */
+  @Override
+  public List<Claim> claimAll(List<ClaimRequest> requests, Duration lockWait) {
+    Objects.requireNonNull(lockWait, "lockWait");
+    return claimAll(requests, missed -> store.claimAll(missed, lockWait));
+  }
+
+  private List<Claim> claimAll(List<ClaimRequest> requests,
+      java.util.function.Function<List<ClaimRequest>, List<Claim>> fromStore) {
     Objects.requireNonNull(requests, "requests");
     Claim[] answers = new Claim[requests.size()];
     List<ClaimRequest> missed = new ArrayList<>();
@@ -259,7 +271,7 @@ public final class NearCacheStore implements IdempotencyStore {
     }
     if (!missed.isEmpty()) {
       long generation = records.generation();
-      List<Claim> decided = store.claimAll(missed);
+      List<Claim> decided = fromStore.apply(missed);
       if (decided.size() != missed.size()) {
         throw new IllegalStateException("the store answered " + decided.size() + " claims to "
             + missed.size() + " requests");

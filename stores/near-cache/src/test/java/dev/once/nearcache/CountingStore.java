@@ -64,6 +64,17 @@ final class CountingStore implements IdempotencyStore {
     return store.claimAll(requests);
   }
 
+  /** The lock wait of the last {@code claimAll} that had one. */
+  volatile Duration lastLockWait;
+
+  @Override
+  public List<Claim> claimAll(List<ClaimRequest> requests, Duration lockWait) {
+    claimAlls.incrementAndGet();
+    claimAllRequests.addAndGet(requests.size());
+    lastLockWait = lockWait;
+    return store.claimAll(requests, lockWait);
+  }
+
   @Override
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {

@@ -433,6 +433,25 @@ class NearCacheStoreTest {
     assertThat(counted.claimAlls).as("a batch of hits calls no store").hasValue(1);
   }
 
+  /**
+   * A batch claim with a lock wait (a coalesced claim's) answers its hits from memory and sends
+   * its misses with the same lock wait: a decorator that dropped it would make the store wait.
+   */
+  @Test
+  void aBatchClaimsLockWaitReachesTheStoreWithItsMisses() {
+    IdempotencyKey done = newKey();
+    long token = completed(cache, done, text("done"));
+    IdempotencyKey fresh = newKey();
+
+    List<Claim> claims = cache.claimAll(List.of(request(done, FP), request(fresh, FP)),
+        Duration.ofMillis(50));
+
+    assertThat(claims.get(0)).isEqualTo(new Claim.Replay(text("done"), token));
+    assertThat(claims.get(1)).isInstanceOf(Claim.Acquired.class);
+    assertThat(counted.claimAllRequests).as("only the miss went to the store").hasValue(1);
+    assertThat(counted.lastLockWait).isEqualTo(Duration.ofMillis(50));
+  }
+
   @Test
   void inABatchAKeyOnceSentToTheStoreIsDecidedThereForTheRestOfTheBatch() {
     IdempotencyKey key = newKey();

@@ -422,6 +422,25 @@ public abstract class Dialect {
     }
   }
 
+  /** Whether {@link #limitLockWait} bounds a transaction's wait for rows (else it waits). */
+  boolean canLimitLockWait() {
+    return false;
+  }
+
+  /**
+   * Bounds how long the transaction open on {@code c} waits for any one lock, to its end; then
+   * the statement fails with an error {@link #isLockWaitTimeout} recognises. Only where
+   * {@link #canLimitLockWait}.
+   */
+  void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+    throw new UnsupportedOperationException("this database's lock wait is not bounded here");
+  }
+
+  /** Whether {@code e} is a lock wait that {@link #limitLockWait}'s bound ended. */
+  boolean isLockWaitTimeout(SQLException e) {
+    return false;
+  }
+
   /** Whether the failure rolled the transaction back and the operation may simply run again. */
   boolean isTransient(SQLException e) {
     return e instanceof RetryableConflict;

@@ -149,7 +149,20 @@ public final class JdbcEngine {
   }
 
   public List<Claim> claimAll(List<ClaimRequest> requests) {
+    return claimAll(requests, null);
+  }
+
+  /**
+   * As {@link #claimAll(List)}; with a {@code lockWait}, on a database that can bound it
+   * ({@link Dialect#limitLockWait}), the batch's transaction gives up once it has waited that long
+   * for a row another transaction holds: rolled back, and StoreUnavailableException at once, not
+   * retried (the caller makes the requests one by one instead).
+   */
+  public List<Claim> claimAll(List<ClaimRequest> requests, java.time.Duration lockWait) {
     Objects.requireNonNull(requests, "requests");
+    if (lockWait != null && (lockWait.isNegative() || lockWait.isZero())) {
+      throw new IllegalArgumentException("lockWait must be positive, was " + lockWait);
+    }
     if (requests.isEmpty()) {
       return List.of();
     }
@@ -170,7 +183,22 @@ public final class JdbcEngine {
         }
       }
       Map<IdempotencyKey, IdempotencyRecord> known = seen;
-      return dialect.inTransaction(c, () -> batch(c, normalized, known));
+      if (lockWait == null || !dialect.canLimitLockWait()) {
+        return dialect.inTransaction(c, () -> batch(c, normalized, known));
+      }
+      try {
+        return dialect.inTransaction(c, () -> {
+          dialect.limitLockWait(c, lockWait);
+          return batch(c, normalized, known);
+        });
+      } catch (SQLException e) {
+        if (!dialect.isLockWaitTimeout(e)) {
+          throw e;
+        }
+        throw new StoreUnavailableException("claimAll of " + normalized.size() + " keys gave up"
+            + " after waiting " + lockWait.toMillis() + " ms for a row another transaction holds;"
+            + " nothing was claimed [" + describe(e) + "]", e, false);
+      }
     });
   }
 

@@ -10,6 +10,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -135,6 +136,25 @@ final class PostgresDialect extends Dialect {
     // serialization_failure, deadlock_detected, lock_not_available
     return super.isTransient(e)
         || "40001".equals(state) || "40P01".equals(state) || "55P03".equals(state);
+  }
+
+  @Override
+  boolean canLimitLockWait() {
+    return true;
+  }
+
+  @Override
+  void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+    // Transaction-local: gone with the commit or the rollback. lock_timeout 0 would mean forever.
+    long millis = Math.max(1, wait.toMillis());
+    try (Statement s = c.createStatement()) {
+      s.execute("SET LOCAL lock_timeout = " + millis);
+    }
+  }
+
+  @Override
+  boolean isLockWaitTimeout(SQLException e) {
+    return "55P03".equals(e.getSQLState()); // lock_not_available
   }
 
   @Override
