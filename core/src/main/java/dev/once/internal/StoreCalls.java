@@ -37,6 +37,11 @@ final class StoreCalls {
     return timed("claim", () -> store.claim(request));
   }
 
+  /** {@link IdempotencyStore#claimFromMemory}: not a store call, so not timed or told. */
+  Claim claimFromMemory(ClaimRequest request) {
+    return store.claimFromMemory(request);
+  }
+
   /**
    * {@link IdempotencyStore#claimAsync}, not yet told: the caller tells it with {@link #told}
    * where it goes on from the answer (on its executor), so that the listener never hears of a

@@ -67,6 +67,18 @@ public interface IdempotencyStore extends AutoCloseable {
   }
 
   /**
+   * The answer {@link #claim} would give {@code request} now, if this store holds it in memory and
+   * can give it without a round trip and without writing anything (a near cache's replay or
+   * mismatch of a completed record); otherwise null, and the caller claims. Once's
+   * coalesced claims ask it before they queue, so that an answer from memory never waits behind
+   * other callers' store calls. The default is null: a store that always asks its server need
+   * not override it.
+   */
+  default Claim claimFromMemory(ClaimRequest request) {
+    return null;
+  }
+
+  /**
    * Claims a batch, answering in the request order. Stores that can do it in one round trip
    * override this; the default claims one by one. Two requests for the same key in one batch are
    * decided in order: the second sees the first's claim.

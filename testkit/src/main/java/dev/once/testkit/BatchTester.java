@@ -65,6 +65,34 @@ abstract class BatchTester extends ConformanceTester {
     assertThat(record(fresh).token()).isEqualTo(freshToken);
   }
 
+  /**
+   * {@code claimFromMemory} answers exactly as {@code claim} would, or not at all (null); never
+   * for a key whose claim would write (a new key, a failed one to retry).
+   */
+  @Test
+  void claimFromMemoryAnswersAsAClaimWouldOrNotAtAll() {
+    IdempotencyKey completed = newKey();
+    complete(completed, acquire(completed).token(), text("done"));
+    IdempotencyKey running = newKey();
+    acquire(running);
+    IdempotencyKey failed = newKey();
+    store.fail(failed, acquire(failed).token(), "x", clock.instant(), RETENTION);
+    IdempotencyKey fresh = newKey();
+
+    for (IdempotencyKey key : List.of(completed, running, failed, fresh)) {
+      for (var fingerprint : List.of(FP, OTHER_FP)) {
+        ClaimRequest request = request(key, fingerprint);
+        Claim fromMemory = store.claimFromMemory(request);
+        if (fromMemory != null) {
+          assertThat(fromMemory).as("%s with %s", key, fingerprint)
+              .isNotInstanceOf(Claim.Acquired.class).isEqualTo(store.claim(request));
+        }
+      }
+    }
+    assertThat(store.claimFromMemory(request(fresh, FP))).isNull();
+    assertThat(store.claimFromMemory(request(failed, FP))).isNull();
+  }
+
   @Test
   void emptyBatchClaimsNothing() {
     assertThat(store.claimAll(List.of())).isEmpty();

@@ -193,7 +193,7 @@ public final class NearCacheStore implements IdempotencyStore {
   @Override
   public Claim claim(ClaimRequest request) {
     Objects.requireNonNull(request, "request");
-    Claim cached = records.answer(request);
+    Claim cached = claimFromMemory(request);
     if (cached != null) {
       return cached;
     }
@@ -201,6 +201,15 @@ public final class NearCacheStore implements IdempotencyStore {
     Claim claim = store.claim(request);
     learn(request, claim, generation, learnFromReplays);
     return claim;
+  }
+
+  /**
+   * What {@link #claim} answers from memory, without the store: the replay, or the mismatch, of
+   * a completed record it holds; null when it would ask the store.
+   */
+  @Override
+  public Claim claimFromMemory(ClaimRequest request) {
+    return records.answer(Objects.requireNonNull(request, "request"));
   }
 
   /**

@@ -51,9 +51,17 @@ final class CountingStore implements IdempotencyStore {
     beforeFind = hook;
   }
 
+  private volatile Consumer<IdempotencyKey> beforeClaim = k -> {};
+
+  /** Runs {@code hook} before each {@code claim} reaches the store (to hold it at a latch). */
+  void beforeClaim(Consumer<IdempotencyKey> hook) {
+    beforeClaim = hook;
+  }
+
   @Override
   public Claim claim(ClaimRequest request) {
     claims.incrementAndGet();
+    beforeClaim.accept(request.key());
     return store.claim(request);
   }
 

@@ -434,6 +434,52 @@ class NearCacheStoreTest {
   }
 
   /**
+   * With coalesced store calls, a caller whose answer the near cache holds (a replay) used to
+   * queue behind the other callers' store calls like any claim: here behind one that does not
+   * end. It now asks the cache before it queues, and is answered at once.
+   */
+  @Test
+  void aCoalescedReplayFromMemoryDoesNotQueueBehindACallInFlight() throws Exception {
+    Once once = Once.builder(cache).clock(clock).lease(LEASE).retention(RETENTION)
+        .coalesceStoreCalls(1).build();
+    IdempotencyKey done = newKey();
+    assertThat(once.execute(done, FP, Codecs.utf8(), a -> "done")).isEqualTo("done");
+    IdempotencyKey stuckKey = newKey();
+    CountDownLatch entered = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    counted.beforeClaim(k -> {
+      if (k.equals(stuckKey)) {
+        entered.countDown();
+        try {
+          release.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    });
+    ExecutorService callers = Executors.newCachedThreadPool();
+    try {
+      Future<String> stuck = callers.submit(() ->
+          once.execute(stuckKey, FP, Codecs.utf8(), a -> "stuck"));
+      assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
+      int claimsBefore = counted.claims.get();
+
+      // The demand is 2, above 1: a claim that went to the store would queue behind the stuck one.
+      Future<String> replay = callers.submit(() ->
+          once.execute(done, FP, Codecs.utf8(), a -> "never"));
+
+      assertThat(replay.get(10, TimeUnit.SECONDS)).isEqualTo("done");
+      assertThat(stuck).isNotDone();
+      assertThat(counted.claims).hasValue(claimsBefore);
+      release.countDown();
+      assertThat(stuck.get(30, TimeUnit.SECONDS)).isEqualTo("stuck");
+    } finally {
+      release.countDown();
+      callers.shutdownNow();
+    }
+  }
+
+  /**
    * A batch claim with a lock wait (a coalesced claim's) answers its hits from memory and sends
    * its misses with the same lock wait: a decorator that dropped it would make the store wait.
    */
