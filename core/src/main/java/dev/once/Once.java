@@ -380,8 +380,10 @@ public final class Once {
     /**
      * Where the durations told to the listener come from, in nanoseconds as
      * {@link System#nanoTime()} (the default): the elapsed times of store calls, executions and
-     * calls ({@link OnceListener#onCallEnded}). Inject one a test moves (with the clock) instead
-     * of sleeping. Leases and retention follow the {@link #clock}, not this.
+     * calls ({@link OnceListener#onCallEnded}), and how long a caller has queued for a coalesced
+     * store call ({@link #coalesceStoreCalls}; one that throws there only disables the escape).
+     * Inject one a test moves (with the clock) instead of sleeping. Leases and retention follow
+     * the {@link #clock}, not this.
      */
     public Builder ticker(LongSupplier ticker) {
       config.ticker = Objects.requireNonNull(ticker, "ticker");

@@ -47,11 +47,14 @@ import java.util.function.LongSupplier;
  *       that has one, at once: it does not wait for a call of its own kind to end.</li>
  *   <li><b>When the calls in flight answer late</b> (a batch waiting for a row lock, a server
  *       that stalls), the oldest queued caller that has waited {@code escapeNanos} takes one
- *       more slot, up to {@code callsAlone}, and leads a batch of everything queued; the slot
- *       is handed on until a call that was in flight before the escape ends (until then it may
- *       be stuck). Every caller queued behind a stuck call is served after at most that wait,
- *       as long as fewer than {@code callsAlone} calls are stuck. The callers inside a stuck
- *       batch still wait for it.</li>
+ *       more slot, up to {@code callsAlone}, and leads a batch of everything queued. The slot
+ *       counts as a slot of the coalescer (callers arriving take it, a call that ends hands it
+ *       on) until a call that was in flight before the escape ends (until then it may be
+ *       stuck), and goes with every other once no call is in flight. Every caller queued behind
+ *       a stuck call is served after at most that wait, as long as fewer than
+ *       {@code callsAlone} calls are stuck. The callers inside a stuck batch still wait for it
+ *       (unless the store gives up, as a coalesced batch claim may). A ticker that throws
+ *       disables the escape, not the call.</li>
  * </ul>
  *
  * @param <Q> a request
@@ -69,8 +72,9 @@ final class Coalescer<Q, R> {
   /** Calls in flight, counting slots handed to a woken leader. Guarded by {@link #lock}. */
   private int calling;
   /**
-   * Slots added by escapes, each kept until a call that was in flight before the latest escape
-   * ends (one of the calls escaped from, which may be stuck still, until then). Guarded by
+   * Slots added by escapes (at most {@code callsAlone - batchCalls}): how many calls in flight
+   * may be stuck. One goes when a call that was in flight before the latest escape ends (it may
+   * have been one of those escaped from), all when no call is in flight. Guarded by
    * {@link #lock}.
    */
   private int escaped;
@@ -150,6 +154,23 @@ final class Coalescer<Q, R> {
     return demand.callers.get() <= callsAlone ? callsAlone : batchCalls;
   }
 
+  /** {@link #slots}, with the slots escapes added. Call with the lock held. */
+  private int limit() {
+    return Math.min(callsAlone, slots() + escaped);
+  }
+
+  /** The ticker, or {@link #NO_TIME} if it threw: a user's ticker must not break a call. */
+  private long tick() {
+    try {
+      return ticker.getAsLong();
+    } catch (RuntimeException e) {
+      return NO_TIME;
+    }
+  }
+
+  /** No time read: the caller does not escape. */
+  private static final long NO_TIME = Long.MIN_VALUE;
+
   /**
    * The demand fell: a free slot goes to the oldest queued caller, which takes everything queued
    * when it wakes (the next caller leaving admits another if a slot is still free).
@@ -158,7 +179,7 @@ final class Coalescer<Q, R> {
     Pending<Q, R> leader = null;
     lock.lock();
     try {
-      if (!queue.isEmpty() && calling < slots()) {
+      if (!queue.isEmpty() && calling < limit()) {
         calling++;
         leader = dequeue();
         leader.state = Pending.LEAD;
@@ -177,7 +198,11 @@ final class Coalescer<Q, R> {
    * {@link #callsAlone} are in flight. Null otherwise (it waits on).
    */
   private List<Pending<Q, R>> escape(Pending<Q, R> mine) {
-    if (mine.state != Pending.WAITING || ticker.getAsLong() - mine.queuedAt < escapeNanos) {
+    if (mine.state != Pending.WAITING || mine.queuedAt == NO_TIME) {
+      return null;
+    }
+    long now = tick();
+    if (now == NO_TIME || now - mine.queuedAt < escapeNanos) {
       return null;
     }
     lock.lock();
@@ -187,7 +212,7 @@ final class Coalescer<Q, R> {
       }
       dequeue();
       calling++;
-      escaped++;
+      escaped = Math.min(escaped + 1, callsAlone - batchCalls);
       escapes++; // under the lock: only read outside it
       return take(mine);
     } finally {
@@ -212,7 +237,7 @@ final class Coalescer<Q, R> {
 
   private R callCounted(Q request) {
     lock.lock();
-    if (queue.isEmpty() && calling < slots()) {
+    if (queue.isEmpty() && calling < limit()) {
       // A free slot and nobody waiting: call alone, with nothing to allocate or hand over.
       calling++;
       long began = escapes;
@@ -224,10 +249,10 @@ final class Coalescer<Q, R> {
       }
     }
     Pending<Q, R> mine = new Pending<>(request, Thread.currentThread(),
-        escapeNanos > 0 ? ticker.getAsLong() : 0);
+        escapeNanos > 0 ? tick() : NO_TIME);
     enqueue(mine);
     List<Pending<Q, R>> taken = null;
-    if (calling < slots()) {
+    if (calling < limit()) {
       calling++;
       taken = take(null);
     }
@@ -314,8 +339,11 @@ final class Coalescer<Q, R> {
       if (began < escapes && escaped > 0) {
         escaped--;
       }
-      if (queue.isEmpty() || calling > Math.min(callsAlone, slots() + escaped)) {
+      if (queue.isEmpty() || calling > limit()) {
         calling--;
+        if (calling == 0) {
+          escaped = 0; // nothing in flight, so nothing stuck
+        }
       } else {
         leader = dequeue(); // out of the queue: nobody else can take it into a batch
         leader.state = Pending.LEAD;
@@ -330,19 +358,31 @@ final class Coalescer<Q, R> {
 
   /** How many slots escapes added that are still kept (for tests). */
   int escapedSlots() {
-    lock.lock();
-    try {
-      return escaped;
-    } finally {
-      lock.unlock();
-    }
+    return underLockForTests(() -> escaped);
+  }
+
+  /** How many calls are in flight, counting slots handed to a woken leader (for tests). */
+  int callsInFlight() {
+    return underLockForTests(() -> calling);
   }
 
   /** How many requests wait for a call (for tests). */
   int queued() {
-    lock.lock();
+    return underLockForTests(queue::size);
+  }
+
+  /** Reads under the lock; fails, rather than hang a test, if the lock is never free. */
+  private int underLockForTests(java.util.function.IntSupplier read) {
     try {
-      return queue.size();
+      if (!lock.tryLock(30, java.util.concurrent.TimeUnit.SECONDS)) {
+        throw new IllegalStateException("the coalescer's lock was not free for 30 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+    try {
+      return read.getAsInt();
     } finally {
       lock.unlock();
     }
@@ -420,7 +460,7 @@ final class Coalescer<Q, R> {
 
     final Q request;
     final Thread waiter;
-    /** When it was queued, on the ticker (0 when the coalescer has no escape). */
+    /** When it was queued, on the ticker ({@code NO_TIME}: it does not escape). */
     final long queuedAt;
     R answer;
     Throwable failure;

@@ -25,7 +25,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class CoalescerTest {
 
-  private final ExecutorService threads = Executors.newCachedThreadPool();
+  /** Daemon threads: a regression that leaves one waiting forever fails the test, not the JVM. */
+  private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r);
+    t.setDaemon(true);
+    return t;
+  });
   /** Every store call made: "one:x" or "many:[x, y]". */
   private final List<String> calls = new CopyOnWriteArrayList<>();
   private final CountDownLatch firstCallEntered = new CountDownLatch(1);
@@ -334,6 +339,169 @@ class CoalescerTest {
     }
     assertThat(completions.escapedSlots()).as("the call escaped from ended").isZero();
     assertThat(demand.callers()).isZero();
+  }
+
+  /**
+   * An escape's slot counts as the coalescer's while the call escaped from is stuck: a caller
+   * arriving later takes it at once, without a second wait. Once no call is in flight, no escape
+   * slot is left. (Before the review, a caller arriving later queued and waited for an escape of
+   * its own, and each one left a slot behind for good.)
+   */
+  @Test
+  void anEscapedSlotServesLaterCallersAtOnceAndGoesOnceNoCallIsInFlight() throws Exception {
+    java.util.concurrent.atomic.AtomicLong ticker = new java.util.concurrent.atomic.AtomicLong();
+    long escape = TimeUnit.MILLISECONDS.toNanos(5);
+    Coalescer.Demand demand = new Coalescer.Demand();
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 4, 1,
+        demand, ticker::get, escape, this::holding, this::many);
+    demand.addCallersForTest(4); // callers in a sibling: above callsAlone, one batch call
+    Future<String> stuck = callHeld(coalescer, "hold-stuck");
+    try {
+      Future<String> first = threads.submit(() -> coalescer.call("x1"));
+      waitUntilQueued(coalescer, 1);
+      ticker.addAndGet(escape);
+      assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("X1");
+      assertThat(coalescer.escapedSlots()).isEqualTo(1);
+
+      for (String r : List.of("x2", "x3")) { // the ticker does not move: no escape of their own
+        assertThat(threads.submit(() -> coalescer.call(r)).get(10, TimeUnit.SECONDS))
+            .isEqualTo(r.toUpperCase());
+      }
+      assertThat(coalescer.escapedSlots()).isEqualTo(1);
+      assertThat(calls).containsExactly("one:x1", "one:x2", "one:x3");
+    } finally {
+      release("hold-stuck");
+    }
+    assertThat(stuck.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-STUCK");
+    assertThat(coalescer.escapedSlots()).as("nothing in flight, so nothing stuck").isZero();
+    demand.addCallersForTest(-4);
+  }
+
+  /**
+   * The ticker is the user's ({@code Once.Builder.ticker}). One that throws while a caller queues
+   * used to leave the coalescer's lock held for good, and one that throws in the escape check
+   * failed the caller with its request left in the queue (found by review). It now disables the
+   * escape, never the call.
+   */
+  @Test
+  void aTickerThatThrowsDisablesTheEscapeNotTheCall() throws Exception {
+    java.util.concurrent.atomic.AtomicLong ticker = new java.util.concurrent.atomic.AtomicLong();
+    java.util.concurrent.atomic.AtomicBoolean throwing =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    long escape = TimeUnit.MILLISECONDS.toNanos(5);
+    Coalescer.Demand demand = new Coalescer.Demand();
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 2, 1, demand, () -> {
+      if (throwing.get()) {
+        throw new IllegalStateException("the ticker failed");
+      }
+      return ticker.get();
+    }, escape, this::holding, this::many);
+    demand.addCallersForTest(2); // above callsAlone: one batch call
+    Future<String> stuck = callHeld(coalescer, "hold-stuck");
+    Future<String> escaping;
+    Future<String> queuedWhileThrowing;
+    try {
+      escaping = threads.submit(() -> coalescer.call("x"));
+      waitUntilQueued(coalescer, 1);
+      throwing.set(true); // x's escape checks fail from now on
+      queuedWhileThrowing = threads.submit(() -> coalescer.call("y"));
+      waitUntilQueued(coalescer, 2);
+      ticker.addAndGet(escape);
+      throwing.set(false);
+
+      assertThat(escaping.get(10, TimeUnit.SECONDS)).as("escaped once the ticker worked")
+          .isEqualTo("X");
+      assertThat(queuedWhileThrowing.get(10, TimeUnit.SECONDS)).as("taken into x's batch")
+          .isEqualTo("Y");
+      assertThat(stuck).isNotDone();
+    } finally {
+      release("hold-stuck");
+    }
+    assertThat(stuck.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-STUCK");
+    assertThat(threads.submit(() -> coalescer.call("z")).get(10, TimeUnit.SECONDS))
+        .isEqualTo("Z");
+    demand.addCallersForTest(-2);
+  }
+
+  /**
+   * Escapes, admits and hand-overs racing (written by the review): two sibling coalescers sharing
+   * a demand, an escape time of 300 µs on the real ticker so that escapes happen all the time,
+   * store calls that now and then stall for a few milliseconds. Each request runs exactly once
+   * and each caller gets its own answer; no more than callsAlone calls of a kind are ever in
+   * flight (no batch fails here, so every call holds a slot); at the end nothing is in flight,
+   * queued or kept by an escape.
+   */
+  @ParameterizedTest(name = "{0} threads")
+  @ValueSource(ints = {6, 48})
+  @Tag("races")
+  void racingEscapesAdmitsAndHandOversRunEachRequestOnceAndLeaveNothingBehind(int callers)
+      throws Exception {
+    int callsAlone = 4;
+    Coalescer.Demand demand = new Coalescer.Demand();
+    java.util.Map<String, AtomicInteger> runs = new java.util.concurrent.ConcurrentHashMap<>();
+    List<Coalescer<String, String>> both = new ArrayList<>();
+    AtomicInteger overLimit = new AtomicInteger();
+    for (String kind : List.of("claim", "complete")) {
+      AtomicInteger inFlight = new AtomicInteger();
+      java.util.function.Consumer<List<String>> store = rs -> {
+        if (inFlight.incrementAndGet() > callsAlone) {
+          overLimit.incrementAndGet();
+        }
+        try {
+          int p = java.util.concurrent.ThreadLocalRandom.current().nextInt(100);
+          if (p < 3) {
+            java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(5));
+          } else if (p < 30) {
+            java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+          }
+        } finally {
+          inFlight.decrementAndGet();
+        }
+        for (String r : rs) {
+          runs.computeIfAbsent(kind + ":" + r, k -> new AtomicInteger()).incrementAndGet();
+        }
+      };
+      both.add(new Coalescer<>(16, callsAlone, 2, demand, System::nanoTime,
+          TimeUnit.MICROSECONDS.toNanos(300),
+          r -> {
+            store.accept(List.of(r));
+            return kind + "(" + r + ")";
+          },
+          rs -> {
+            store.accept(rs);
+            return rs.stream().map(r -> kind + "(" + r + ")").toList();
+          }));
+    }
+    int perCaller = callers < 10 ? 2000 : 300;
+    CountDownLatch go = new CountDownLatch(1);
+    List<Future<Boolean>> results = new ArrayList<>();
+    for (int t = 0; t < callers; t++) {
+      int caller = t;
+      results.add(threads.submit(() -> {
+        go.await();
+        for (int i = 0; i < perCaller; i++) {
+          String r = "t" + caller + "-" + i;
+          if (!both.get(0).call(r).equals("claim(" + r + ")")
+              || !both.get(1).call(r).equals("complete(" + r + ")")) {
+            return false;
+          }
+        }
+        return true;
+      }));
+    }
+    go.countDown();
+    for (Future<Boolean> f : results) {
+      assertThat(f.get(120, TimeUnit.SECONDS)).as("each caller its own answers").isTrue();
+    }
+    assertThat(runs).hasSize(2 * callers * perCaller)
+        .allSatisfy((k, n) -> assertThat(n).as(k).hasValue(1));
+    assertThat(overLimit).as("calls in flight above callsAlone").hasValue(0);
+    assertThat(demand.callers()).isZero();
+    for (Coalescer<String, String> c : both) {
+      assertThat(c.queued()).isZero();
+      assertThat(c.callsInFlight()).isZero();
+      assertThat(c.escapedSlots()).isZero();
+    }
   }
 
   @Test

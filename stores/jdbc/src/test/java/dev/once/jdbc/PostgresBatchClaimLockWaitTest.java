@@ -134,6 +134,53 @@ class PostgresBatchClaimLockWaitTest {
         .allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
   }
 
+  /**
+   * A batch of one (what a near cache leaves of a batch whose other keys it answered) used to go
+   * to the single claim, which waits for a held row without bound (found by review).
+   */
+  @Test
+  void aBatchOfOneThatMeetsAHeldRowGivesUpToo() throws Exception {
+    JdbcStore store = store();
+    CountDownLatch inWork = new CountDownLatch(1);
+    CountDownLatch end = new CountDownLatch(1);
+    Future<String> holder = threads.submit(() -> TransactionalOnce.builder(store).build()
+        .execute(key("held-alone"), FP, Codecs.utf8(), tx -> {
+          inWork.countDown();
+          end.await();
+          return "held";
+        }));
+    try {
+      assertThat(inWork.await(30, TimeUnit.SECONDS)).isTrue();
+      Future<List<Claim>> batchOfOne = threads.submit(() ->
+          store.claimAll(List.of(request(key("held-alone"))), LOCK_WAIT));
+
+      assertThat(batchOfOne).failsWithin(10, TimeUnit.SECONDS).withThrowableThat()
+          .havingCause().isInstanceOf(StoreUnavailableException.class)
+          .withMessageContaining("gave up after waiting 100 ms");
+    } finally {
+      end.countDown();
+    }
+    assertThat(holder.get(30, TimeUnit.SECONDS)).isEqualTo("held");
+    assertThat(store.claimAll(List.of(request(key("held-alone"))), LOCK_WAIT).get(0))
+        .isInstanceOf(Claim.Replay.class);
+  }
+
+  /**
+   * PostgreSQL takes a {@code lock_timeout} of at most INT_MAX ms: a longer lock wait (the SPI
+   * allows any positive one) used to fail every batch, held row or not (found by review).
+   */
+  @Test
+  void aLockWaitLongerThanPostgresqlTakesWaitsItsLongest() throws Exception {
+    JdbcStore store = store();
+    for (Duration wait : List.of(Duration.ofDays(30), Duration.ofSeconds(Long.MAX_VALUE),
+        Duration.ofNanos(1))) {
+      String k = "long-" + wait.getSeconds() + "-" + wait.getNano();
+      assertThat(store.claimAll(List.of(request(key(k + "a")), request(key(k + "b"))), wait))
+          .as("%s", wait).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
+    }
+    assertThat(lockTimeoutOfEveryPooledConnection()).isEqualTo("0");
+  }
+
   @Test
   void aBatchThatMeetsNoHeldRowClaimsAndLeavesTheSessionsLockTimeoutAsItWas() throws Exception {
     JdbcStore store = store();

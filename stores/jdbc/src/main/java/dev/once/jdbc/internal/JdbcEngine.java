@@ -166,8 +166,9 @@ public final class JdbcEngine {
     if (requests.isEmpty()) {
       return List.of();
     }
-    if (requests.size() == 1) {
-      return List.of(claim(requests.get(0)));
+    boolean boundedWait = lockWait != null && dialect.canLimitLockWait();
+    if (requests.size() == 1 && !boundedWait) {
+      return List.of(claim(requests.get(0))); // a single claim waits: a bounded wait takes a batch
     }
     List<ClaimRequest> normalized = new ArrayList<>(requests.size());
     for (ClaimRequest r : requests) {
@@ -183,7 +184,7 @@ public final class JdbcEngine {
         }
       }
       Map<IdempotencyKey, IdempotencyRecord> known = seen;
-      if (lockWait == null || !dialect.canLimitLockWait()) {
+      if (!boundedWait) {
         return dialect.inTransaction(c, () -> batch(c, normalized, known));
       }
       try {

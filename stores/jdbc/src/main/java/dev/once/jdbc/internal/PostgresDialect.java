@@ -138,6 +138,10 @@ final class PostgresDialect extends Dialect {
         || "40001".equals(state) || "40P01".equals(state) || "55P03".equals(state);
   }
 
+  /** The longest {@code lock_timeout} PostgreSQL takes. */
+  private static final java.time.Duration LONGEST_LOCK_TIMEOUT =
+      java.time.Duration.ofMillis(Integer.MAX_VALUE);
+
   @Override
   boolean canLimitLockWait() {
     return true;
@@ -145,8 +149,10 @@ final class PostgresDialect extends Dialect {
 
   @Override
   void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
-    // Transaction-local: gone with the commit or the rollback. lock_timeout 0 would mean forever.
-    long millis = Math.max(1, wait.toMillis());
+    // Transaction-local: gone with the commit or the rollback. lock_timeout 0 would mean forever,
+    // and it takes at most INT_MAX ms (a longer wait is that one, not an error for every batch).
+    long millis = wait.compareTo(LONGEST_LOCK_TIMEOUT) >= 0 ? Integer.MAX_VALUE
+        : Math.max(1, wait.toMillis());
     try (Statement s = c.createStatement()) {
       s.execute("SET LOCAL lock_timeout = " + millis);
     }
