@@ -92,7 +92,7 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  * <p>Each round also prints the CPU time per operation of this JVM and of the server's processes
  * (the embedded PostgreSQL's postmaster and its children; the private {@code redis-server}), as
  * total (JVM + server) microseconds, and on PostgreSQL the WAL bytes per operation
- * ({@code pg_current_wal_lsn()} around each side; the summary gives Once's WAL per operation as a
+ * ({@code pg_current_wal_insert_lsn()} around each side; the summary gives Once's WAL per operation as a
  * ratio to each peer's). The PostgreSQL banner states {@code fsync} and {@code synchronous_commit}. Other tenants of the machine do not count in it, so on a
  * shared machine its ratios are steadier than those of throughput, and once the machine's cores
  * are busy (64 callers on 2 cores) throughput follows its inverse.
@@ -503,11 +503,15 @@ public final class PeersBenchmark {
       }
     }
 
-    /** {@code pg_current_wal_lsn()} in bytes: every session's WAL counts, so run it alone. */
+    /**
+     * {@code pg_current_wal_insert_lsn()} in bytes (not the position written out, which lags
+     * where commits are asynchronous): every session's WAL counts, so run it alone.
+     */
     @Override
     public long walPosition() throws SQLException {
       try (Connection c = pool.getConnection(); Statement s = c.createStatement();
-          ResultSet rs = s.executeQuery("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::int8")) {
+          ResultSet rs = s.executeQuery(
+              "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8")) {
         rs.next();
         return rs.getLong(1);
       }

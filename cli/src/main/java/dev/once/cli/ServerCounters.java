@@ -59,7 +59,10 @@ interface ServerCounters extends AutoCloseable {
   };
 
   /**
-   * PostgreSQL: WAL from {@code pg_current_wal_lsn()} through {@code pool}; CPU, when the server
+   * PostgreSQL: WAL from {@code pg_current_wal_insert_lsn()} through {@code pool} (the WAL
+   * written by the statements; {@code pg_current_wal_lsn()}, the position written out, lags it
+   * by up to the WAL writer's delay where commits are asynchronous, which made a short window
+   * read a fraction of its WAL); CPU, when the server
    * is on this host, as the CPU time of every process named {@code postgres} here (its
    * backends, background writers, WAL writer and autovacuum workers; also those of any other
    * PostgreSQL server on this host, which should be idle while the bench runs).
@@ -76,7 +79,7 @@ interface ServerCounters extends AutoCloseable {
       public long walBytes() {
         try (Connection c = pool.getConnection(); Statement s = c.createStatement();
              ResultSet rs = s.executeQuery(
-                 "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")) {
+                 "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint")) {
           return rs.next() ? rs.getLong(1) : -1;
         } catch (SQLException e) {
           return -1; // a standby, or no right to read it
