@@ -89,6 +89,11 @@ final class CompositeListener implements OnceListener {
   }
 
   @Override
+  public void onCoalescingDetour(CoalescingDetour detour, String operation, int calls) {
+    each(l -> l.onCoalescingDetour(detour, operation, calls));
+  }
+
+  @Override
   public void onCallStarted(Call call) {
     each(l -> l.onCallStarted(call));
   }

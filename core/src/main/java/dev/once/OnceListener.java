@@ -88,6 +88,24 @@ public interface OnceListener {
   }
 
   /**
+   * How coalesced store calls ({@code Once.Builder.coalesceStoreCalls}) went around a store call
+   * ({@link #onCoalescingDetour}).
+   */
+  enum CoalescingDetour {
+    /**
+     * Callers queued for a store call had waited 50 ms while every call in flight went
+     * unanswered (a claim waiting for a row another transaction holds, a store answering late):
+     * the oldest made one call more, for all of them.
+     */
+    ESCAPE,
+    /**
+     * A call made for several callers failed (a batch claim that gave up on a row another
+     * transaction held, or any store error): each caller made its own call instead.
+     */
+    BATCH_FAILED
+  }
+
+  /**
    * One listener telling each of {@code listeners} in order; one that throws does not stop the
    * others from being told. For a metrics listener next to a logging one, since
    * {@code Once.Builder.listener} takes one.
@@ -150,6 +168,15 @@ public interface OnceListener {
    * calls it served.
    */
   default void onStoreCall(String operation, Duration elapsed, boolean succeeded) {}
+
+  /**
+   * Coalesced store calls went around a call: {@code operation} is {@code claim} or
+   * {@code complete}, {@code calls} how many callers' requests the detour carried. Counted, these
+   * say how often the store answers late or rows are held while callers queue; both are harmless
+   * now and then, but a steady rate of them means the calls coalescing was meant to save are made
+   * anyway. Told only with coalescing on.
+   */
+  default void onCoalescingDetour(CoalescingDetour detour, String operation, int calls) {}
 
   /**
    * A call began: told before its first claim, on the thread that makes it; {@code call} does

@@ -1,5 +1,6 @@
 package dev.once.internal;
 
+import dev.once.OnceListener;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -85,6 +86,7 @@ final class Coalescer<Q, R> {
   private final LongSupplier ticker;
   /** How long the oldest queued caller waits before it takes one more slot; 0: never. */
   private final long escapeNanos;
+  private final Detours detours;
 
   /**
    * The callers in a group of sibling coalescers (a call's claim and its completion count as one
@@ -119,6 +121,23 @@ final class Coalescer<Q, R> {
    */
   Coalescer(int maxBatch, int callsAlone, int batchCalls, Demand demand, LongSupplier ticker,
       long escapeNanos, Function<Q, R> single, Function<List<Q>, List<R>> batch) {
+    this(maxBatch, callsAlone, batchCalls, demand, ticker, escapeNanos, single, batch,
+        (detour, calls) -> {});
+  }
+
+  /**
+   * What a coalescer tells of the ways it goes around a call that answered late or failed: an
+   * escape, or a failed batch whose requests are each made alone. Told outside the lock, on the
+   * caller's thread; it must not throw.
+   */
+  interface Detours {
+    void detour(OnceListener.CoalescingDetour detour, int calls);
+  }
+
+  /** As above, telling {@code detours} of each escape and each failed batch. */
+  Coalescer(int maxBatch, int callsAlone, int batchCalls, Demand demand, LongSupplier ticker,
+      long escapeNanos, Function<Q, R> single, Function<List<Q>, List<R>> batch,
+      Detours detours) {
     if (batchCalls < 1 || batchCalls > callsAlone) {
       throw new IllegalArgumentException("batchCalls must be between 1 and " + callsAlone);
     }
@@ -130,6 +149,7 @@ final class Coalescer<Q, R> {
     this.escapeNanos = escapeNanos;
     this.single = single;
     this.batch = batch;
+    this.detours = detours;
     demand.siblings.add(this);
   }
 
@@ -280,6 +300,7 @@ final class Coalescer<Q, R> {
         interrupted |= Thread.interrupted(); // uninterruptible, as a store call is
       }
       if (taken != null) {
+        detours.detour(OnceListener.CoalescingDetour.ESCAPE, taken.size());
         continue; // escaped: it leads a batch with a slot of its own
       }
       if (mine.state == Pending.ALONE) {
@@ -413,6 +434,7 @@ final class Coalescer<Q, R> {
         }
         return;
       }
+      detours.detour(OnceListener.CoalescingDetour.BATCH_FAILED, taken.size());
       // Each caller repeats its own request on its own thread, at once; the leader its own here.
       Pending<Q, R> own = null;
       for (Pending<Q, R> p : taken) {

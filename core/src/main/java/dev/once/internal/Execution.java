@@ -66,12 +66,20 @@ public final class Execution {
       coalescers = new Coalescers(
           new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
               COALESCED_ESCAPE_NANOS, store::claim,
-              requests -> store.claimAll(requests, COALESCED_LOCK_WAIT)),
+              requests -> store.claimAll(requests, COALESCED_LOCK_WAIT), detours("claim")),
           new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
-              COALESCED_ESCAPE_NANOS, this::completeOne, this::completeMany));
+              COALESCED_ESCAPE_NANOS, this::completeOne, this::completeMany,
+              detours("complete")));
     } else {
       coalescers = null;
     }
+  }
+
+  /** Tells the listener of a coalescer's detours, as {@code operation}'s. */
+  private Coalescer.Detours detours(String operation) {
+    OnceListener listener = config.listener();
+    return (detour, calls) -> notify(listener,
+        l -> l.onCoalescingDetour(detour, operation, calls));
   }
 
   /** Whether {@code store}'s class overrides the SPI's default method {@code name}. */

@@ -108,8 +108,10 @@ class CoalescerTest {
 
   @Test
   void aRefusedBatchIsRepeatedRequestByRequestSoOnlyTheBadOneFails() throws Exception {
+    List<String> detours = new java.util.concurrent.CopyOnWriteArrayList<>();
     Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
-        new Coalescer.Demand(), System::nanoTime, 0, this::one, this::many);
+        new Coalescer.Demand(), System::nanoTime, 0, this::one, this::many,
+        (detour, n) -> detours.add(detour + ":" + n));
     Future<String> first = threads.submit(() -> coalescer.call("first"));
     await(firstCallEntered);
     Future<String> good = threads.submit(() -> coalescer.call("good"));
@@ -125,6 +127,7 @@ class CoalescerTest {
         .havingRootCause().withMessage("refused bad");
     assertThat(calls).startsWith("one:first", "many:[good, bad]")
         .containsExactlyInAnyOrder("one:first", "many:[good, bad]", "one:good", "one:bad");
+    assertThat(detours).as("told as a detour").containsExactly("BATCH_FAILED:2");
   }
 
   /**
@@ -310,10 +313,13 @@ class CoalescerTest {
     java.util.concurrent.atomic.AtomicLong ticker = new java.util.concurrent.atomic.AtomicLong();
     long escape = TimeUnit.MILLISECONDS.toNanos(5);
     Coalescer.Demand demand = new Coalescer.Demand();
+    List<String> detours = new java.util.concurrent.CopyOnWriteArrayList<>();
     Coalescer<String, String> claims = new Coalescer<>(8, 3, 1,
-        demand, ticker::get, escape, this::holding, this::many);
+        demand, ticker::get, escape, this::holding, this::many,
+        (detour, n) -> detours.add("claims " + detour + ":" + n));
     Coalescer<String, String> completions = new Coalescer<>(8, 3, 1,
-        demand, ticker::get, escape, this::holding, this::many);
+        demand, ticker::get, escape, this::holding, this::many,
+        (detour, n) -> detours.add("completions " + detour + ":" + n));
     List<Future<String>> held = new ArrayList<>();
     held.add(callHeld(claims, "hold-a"));
     held.add(callHeld(claims, "hold-b"));
@@ -329,6 +335,7 @@ class CoalescerTest {
       assertThat(e.get(10, TimeUnit.SECONDS)).isEqualTo("E");
       assertThat(held).noneMatch(Future::isDone);
       assertThat(calls).containsExactly("many:[d, e]");
+      assertThat(detours).as("told as a detour").containsExactly("completions ESCAPE:2");
       assertThat(completions.escapedSlots()).as("kept: the call escaped from is stuck still")
           .isEqualTo(1);
     } finally {

@@ -16,8 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * An {@link OnceListener} that records Micrometer meters, named in {@link OnceMetrics}: a counter
- * of outcomes, a timer of executions, a timer of store calls and a counter of failed heartbeats,
- * tagged with the scope and the store.
+ * of outcomes, a timer of executions, a timer of store calls, a counter of failed heartbeats and
+ * one of coalescing's detours, tagged with the store, and those about a key with its scope.
  *
  * <pre>{@code
  * Once once = Once.builder(store)
@@ -159,6 +159,18 @@ public final class MicrometerOnceListener implements OnceListener {
         .tag(OnceMetrics.TAG_OPERATION, operation)
         .tag(OnceMetrics.TAG_RESULT, result)
         .register(registry)).record(elapsed);
+  }
+
+  @Override
+  public void onCoalescingDetour(CoalescingDetour detour, String operation, int calls) {
+    String name = detour == CoalescingDetour.ESCAPE ? OnceMetrics.ESCAPE : OnceMetrics.BATCH_FAILED;
+    counters.computeIfAbsent("detour\0" + name + "\0" + operation, k -> Counter
+        .builder(OnceMetrics.COALESCING_DETOURS)
+        .description("Times coalesced store calls went around a call that answered late or failed")
+        .tags(commonTags)
+        .tag(OnceMetrics.TAG_DETOUR, name)
+        .tag(OnceMetrics.TAG_OPERATION, operation)
+        .register(registry)).increment();
   }
 
   private void count(String outcome, IdempotencyKey key) {

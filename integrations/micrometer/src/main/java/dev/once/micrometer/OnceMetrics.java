@@ -11,6 +11,7 @@ package dev.once.micrometer;
  *   <tr><td>{@value #EXECUTIONS}</td><td>timer</td><td>result, scope, store</td></tr>
  *   <tr><td>{@value #STORE_CALLS}</td><td>timer</td><td>operation, result, store</td></tr>
  *   <tr><td>{@value #HEARTBEAT_FAILURES}</td><td>counter</td><td>exception, scope, store</td></tr>
+ *   <tr><td>{@value #COALESCING_DETOURS}</td><td>counter</td><td>detour, operation, store</td></tr>
  * </table>
  *
  * <p>Every meter also carries the common tags given to the builder. Keys and tenants are never
@@ -51,13 +52,30 @@ public final class OnceMetrics {
    */
   public static final String HEARTBEAT_FAILURES = "once.heartbeat.failures";
 
+  /**
+   * Counter: with coalesced store calls on ({@code Once.Builder.coalesceStoreCalls}), each time
+   * they went around a store call, tagged {@link #TAG_DETOUR} {@link #ESCAPE} (queued callers
+   * made one call more after 50 ms behind calls in flight that went unanswered) or
+   * {@link #BATCH_FAILED} (a call made for several callers failed, each made its own), and
+   * {@link #TAG_OPERATION} ({@code claim}, {@code complete}). A steady rate means a store that
+   * answers late, or rows held by long transactions, while callers queue.
+   */
+  public static final String COALESCING_DETOURS = "once.coalescing.detours";
+
+  /** Tag: the detour, on {@link #COALESCING_DETOURS}. */
+  public static final String TAG_DETOUR = "detour";
+  /** {@link #TAG_DETOUR}: queued callers escaped calls in flight that went unanswered. */
+  public static final String ESCAPE = "escape";
+  /** {@link #TAG_DETOUR}: a call made for several callers failed; each made its own. */
+  public static final String BATCH_FAILED = "batch_failed";
+
   /** Tag: the outcome, on {@link #OUTCOMES}. */
   public static final String TAG_OUTCOME = "outcome";
   /** Tag: the key's scope (the operation or consumer), on {@link #OUTCOMES} and {@link #EXECUTIONS}. */
   public static final String TAG_SCOPE = "scope";
   /** Tag: the store's name, on every meter. */
   public static final String TAG_STORE = "store";
-  /** Tag: the store operation, on {@link #STORE_CALLS}. */
+  /** Tag: the store operation, on {@link #STORE_CALLS} and {@link #COALESCING_DETOURS}. */
   public static final String TAG_OPERATION = "operation";
   /** Tag: how an execution or a store call ended. */
   public static final String TAG_RESULT = "result";

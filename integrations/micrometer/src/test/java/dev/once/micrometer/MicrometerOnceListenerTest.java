@@ -12,6 +12,7 @@ import dev.once.InMemoryStore;
 import dev.once.KeyReusedException;
 import dev.once.LeaseLostException;
 import dev.once.Once;
+import dev.once.OnceListener;
 import dev.once.OutcomeNotStoredException;
 import dev.once.OutcomeUnknownException;
 import dev.once.ReplayedFailureException;
@@ -239,6 +240,25 @@ class MicrometerOnceListenerTest {
     assertThat(timer).isNotNull();
     assertThat(timer.count()).isEqualTo(1);
     broken.close();
+  }
+
+  @Test
+  void countsCoalescingDetoursByKindAndOperation() {
+    listener.onCoalescingDetour(OnceListener.CoalescingDetour.ESCAPE, "claim", 12);
+    listener.onCoalescingDetour(OnceListener.CoalescingDetour.ESCAPE, "claim", 3);
+    listener.onCoalescingDetour(OnceListener.CoalescingDetour.BATCH_FAILED, "complete", 5);
+
+    assertThat(detours(OnceMetrics.ESCAPE, "claim")).isEqualTo(2);
+    assertThat(detours(OnceMetrics.BATCH_FAILED, "complete")).isEqualTo(1);
+    assertThat(detours(OnceMetrics.BATCH_FAILED, "claim")).isZero();
+    assertThat(registry.find(OnceMetrics.COALESCING_DETOURS).tag("app", "payments")
+        .tag(OnceMetrics.TAG_STORE, "inmemory").counters()).hasSize(2);
+  }
+
+  double detours(String detour, String operation) {
+    Counter counter = registry.find(OnceMetrics.COALESCING_DETOURS)
+        .tag(OnceMetrics.TAG_DETOUR, detour).tag(OnceMetrics.TAG_OPERATION, operation).counter();
+    return counter == null ? 0 : counter.count();
   }
 
   @Test

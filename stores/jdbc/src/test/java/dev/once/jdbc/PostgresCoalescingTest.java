@@ -54,6 +54,12 @@ class PostgresCoalescingTest {
     public void onStoreCall(String operation, Duration elapsed, boolean succeeded) {
       storeCalls.computeIfAbsent(operation, o -> new AtomicInteger()).incrementAndGet();
     }
+
+    @Override
+    public void onCoalescingDetour(CoalescingDetour detour, String operation, int calls) {
+      storeCalls.computeIfAbsent(detour + " " + operation, o -> new AtomicInteger())
+          .incrementAndGet();
+    }
   };
 
   @BeforeAll
@@ -232,6 +238,7 @@ class PostgresCoalescingTest {
         f.get(60, TimeUnit.SECONDS); // without the escape, all wait for the transaction
       }
       assertThat(runs).as("every caller of the flood ran, the duplicates did not").hasValue(200);
+      assertThat(calls("ESCAPE claim")).as("escapes, told to the listener").isPositive();
       assertThat(owner).isNotDone();
       assertThat(sessionsWaitingForTheLock()).isEqualTo(2);
     } finally {
@@ -303,6 +310,7 @@ class PostgresCoalescingTest {
       assertThat(answers.get("held")).as("waits for the row, alone").isNotDone();
       assertThat(owners.get("held")).isNotDone();
       assertThat(calls("claimAll")).as("the batch was tried, and gave up").isEqualTo(1);
+      assertThat(calls("BATCH_FAILED claim")).as("told to the listener").isEqualTo(1);
     } finally {
       ends.values().forEach(CountDownLatch::countDown);
     }

@@ -20,14 +20,35 @@ import java.nio.charset.StandardCharsets;
 public final class KeyLayout {
 
   private final String prefix;
+  /** The prefix and the space after it, in ASCII. */
+  private final byte[] head;
 
   public KeyLayout(String prefix) {
     this.prefix = prefix;
+    this.head = ascii(prefix + ' ');
   }
 
-  /** The record's key. */
+  /** The record's key, written into one array (it is made for every call of the store). */
   public byte[] record(IdempotencyKey key) {
-    return ascii(prefix + ' ' + key.scope() + ' ' + key.tenant() + ' ' + key.key());
+    String scope = key.scope();
+    String tenant = key.tenant();
+    String name = key.key();
+    byte[] out = new byte[head.length + scope.length() + tenant.length() + name.length() + 2];
+    System.arraycopy(head, 0, out, 0, head.length);
+    int at = put(out, head.length, scope);
+    out[at++] = ' ';
+    at = put(out, at, tenant);
+    out[at++] = ' ';
+    put(out, at, name);
+    return out;
+  }
+
+  /** Writes {@code ascii} at {@code at}; returns where it ends. */
+  private static int put(byte[] out, int at, String ascii) {
+    for (int i = 0, n = ascii.length(); i < n; i++) {
+      out[at + i] = (byte) ascii.charAt(i);
+    }
+    return at + ascii.length();
   }
 
   /**

@@ -44,7 +44,7 @@ final class RedisCalls implements AutoCloseable {
   }
 
   /** The open connection, opened first when there is none (see {@link RedisConnector#access}). */
-  RedisAccess access(String what) {
+  RedisAccess access(Object what) {
     return connector.access(what);
   }
 
@@ -91,13 +91,13 @@ final class RedisCalls implements AutoCloseable {
    * {@code WAIT} after writes that took effect: whatever goes wrong here, they may survive
    * ({@link StoreUnavailableException#mayHaveBeenApplied()} true).
    */
-  void awaitReplicas(List<byte[]> keys, String what) {
+  void awaitReplicas(List<byte[]> keys, Object what) {
     if (this.replicas > 0) {
       awaitReplicas(connector.access(what), keys, what);
     }
   }
 
-  void awaitReplicas(RedisAccess redis, List<byte[]> keys, String what) {
+  void awaitReplicas(RedisAccess redis, List<byte[]> keys, Object what) {
     int replicas = this.replicas;
     if (replicas == 0) {
       return;
@@ -116,7 +116,7 @@ final class RedisCalls implements AutoCloseable {
   }
 
   /** {@link #awaitReplicas(RedisAccess, List, String)} without blocking, as {@link #within}. */
-  CompletableFuture<Void> awaitReplicasAsync(RedisAccess redis, List<byte[]> keys, String what) {
+  CompletableFuture<Void> awaitReplicasAsync(RedisAccess redis, List<byte[]> keys, Object what) {
     int replicas = this.replicas;
     if (replicas == 0) {
       return CompletableFuture.completedFuture(null);
@@ -134,7 +134,7 @@ final class RedisCalls implements AutoCloseable {
         });
   }
 
-  private StoreUnavailableException tooFewReplicas(long acknowledged, int replicas, String what) {
+  private StoreUnavailableException tooFewReplicas(long acknowledged, int replicas, Object what) {
     return new StoreUnavailableException("only " + acknowledged + " of " + replicas
         + " replicas acknowledged the " + what + " within " + replicaTimeout.toMillis()
         + " ms (" + description() + "); the write is on the primary and may survive,"
@@ -167,7 +167,7 @@ final class RedisCalls implements AutoCloseable {
    * {@code mayHaveBeenApplied() == false}. A timeout or a lost connection may have lost the answer
    * of a command that took effect: true.
    */
-  <T> T await(CompletionStage<T> stage, long deadline, String what) {
+  <T> T await(CompletionStage<T> stage, long deadline, Object what) {
     CompletableFuture<T> future = stage.toCompletableFuture();
     try {
       return future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
@@ -190,11 +190,11 @@ final class RedisCalls implements AutoCloseable {
    * {@code await} would throw (a command left unanswered is cancelled, as there). Completes on
    * Lettuce's thread (or the timer's): what follows must be quick and must not block.
    */
-  <T> CompletableFuture<T> within(CompletableFuture<T> reply, String what) {
+  <T> CompletableFuture<T> within(CompletableFuture<T> reply, Object what) {
     return within(reply, timeout.toNanos(), what);
   }
 
-  private <T> CompletableFuture<T> within(CompletableFuture<T> reply, long nanos, String what) {
+  private <T> CompletableFuture<T> within(CompletableFuture<T> reply, long nanos, Object what) {
     return reply.copy().orTimeout(nanos, TimeUnit.NANOSECONDS)
         .exceptionallyCompose(e -> {
           Throwable cause = unwrap(e);
@@ -206,12 +206,12 @@ final class RedisCalls implements AutoCloseable {
         });
   }
 
-  private StoreUnavailableException timedOut(String what, Throwable cause) {
+  private StoreUnavailableException timedOut(Object what, Throwable cause) {
     return new StoreUnavailableException("Redis (" + description() + ") did not answer the "
         + what + " within the command timeout of " + timeout.toMillis() + " ms", cause);
   }
 
-  private StoreUnavailableException unavailable(String what, Throwable cause) {
+  private StoreUnavailableException unavailable(Object what, Throwable cause) {
     if (cause instanceof RedisCommandTimeoutException) {
       return timedOut(what, cause);
     }
@@ -236,7 +236,20 @@ final class RedisCalls implements AutoCloseable {
   // Arguments and replies: scripts take and give numbers as ASCII digits, text as UTF-8.
 
   static byte[] number(long value) {
-    return Long.toString(value).getBytes(StandardCharsets.US_ASCII);
+    if (value < 0) {
+      return Long.toString(value).getBytes(StandardCharsets.US_ASCII); // never on the hot path
+    }
+    int length = 1;
+    for (long rest = value / 10; rest > 0; rest /= 10) {
+      length++;
+    }
+    byte[] out = new byte[length];
+    long rest = value;
+    for (int i = length - 1; i >= 0; i--) {
+      out[i] = (byte) ('0' + rest % 10);
+      rest /= 10;
+    }
+    return out;
   }
 
   static long number(Object reply) {

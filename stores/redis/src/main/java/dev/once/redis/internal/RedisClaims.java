@@ -36,6 +36,8 @@ final class RedisClaims {
   /** How often a claim re-decides after its compare-and-set found the record changed. */
   private static final int MAX_SWAPS = 16;
   private static final String RELEASE = "release after a failed batch claim";
+  /** The indexes of a single claim's batch. */
+  private static final int[] ONLY_THE_FIRST = {0};
 
   private final RedisCalls calls;
   private final KeyLayout layout;
@@ -57,7 +59,7 @@ final class RedisClaims {
     Objects.requireNonNull(request, "request");
     Batch batch = new Batch(List.of(request));
     try {
-      settle(batch, List.of(0));
+      settle(batch, ONLY_THE_FIRST);
     } catch (RuntimeException e) {
       batch.failed(e);
     }
@@ -66,7 +68,7 @@ final class RedisClaims {
     }
     List<byte[]> acquired = acquiredKeys(batch);
     if (!acquired.isEmpty()) {
-      calls.awaitReplicas(acquired, "claim of " + request.key());
+      calls.awaitReplicas(acquired, new Operation("claim", request.key()));
     }
     return batch.claims[0];
   }
@@ -83,7 +85,7 @@ final class RedisClaims {
     if (redis == null) {
       return CompletableFuture.supplyAsync(() -> claim(request), blocking);
     }
-    String what = "claim of " + request.key();
+    Operation what = new Operation("claim", request.key());
     byte[] key = layout.record(request.key());
     Batch batch = new Batch(List.of(request));
     CompletableFuture<Claim> claimed;
@@ -143,7 +145,7 @@ final class RedisClaims {
     }
     return calls.within(RedisCalls.swap(redis, key, current, RecordFormat.encode(decision.next()),
             Expiry.ttlMillis(decision.next().expiresAt(), request.now())),
-            "claim of " + request.key())
+            new Operation("claim", request.key()))
         .handle((reply, failure) -> {
           if (failure != null) {
             throw batch.failedAsync(failure, ((Claim.Acquired) decision.claim()).token());
@@ -187,10 +189,16 @@ final class RedisClaims {
     Batch batch = new Batch(requests);
     try {
       for (int w = 0; w < waves && batch.failure == null; w++) {
-        List<Integer> indexes = new ArrayList<>();
+        int size = 0;
         for (int i = 0; i < n; i++) {
           if (wave[i] == w) {
-            indexes.add(i);
+            size++;
+          }
+        }
+        int[] indexes = new int[size];
+        for (int i = 0, j = 0; i < n; i++) {
+          if (wave[i] == w) {
+            indexes[j++] = i;
           }
         }
         settle(batch, indexes);
@@ -216,6 +224,8 @@ final class RedisClaims {
   private static final class Batch {
     final List<ClaimRequest> requests;
     final Claim[] claims;
+    /** Each request's record key, once made ({@link KeyLayout#record}). */
+    final byte[][] keys;
     /** Writes of this batch left unanswered: the request's index and the token the write gave. */
     final List<long[]> unanswered = new ArrayList<>();
     RuntimeException failure;
@@ -223,6 +233,7 @@ final class RedisClaims {
     Batch(List<ClaimRequest> requests) {
       this.requests = requests;
       this.claims = new Claim[requests.size()];
+      this.keys = new byte[requests.size()][];
     }
 
     void failed(RuntimeException e) {
@@ -273,10 +284,14 @@ final class RedisClaims {
 
   /** The keys of the batch's claims answered Acquired. */
   private List<byte[]> acquiredKeys(Batch batch) {
+    if (batch.claims.length == 1) {
+      return batch.claims[0] instanceof Claim.Acquired ? List.of(batch.keys[0]) : List.of();
+    }
     List<byte[]> keys = new ArrayList<>();
     for (int i = 0; i < batch.claims.length; i++) {
       if (batch.claims[i] instanceof Claim.Acquired) {
-        keys.add(layout.record(batch.requests.get(i).key()));
+        byte[] key = batch.keys[i];
+        keys.add(key != null ? key : layout.record(batch.requests.get(i).key()));
       }
     }
     return keys;
@@ -286,39 +301,44 @@ final class RedisClaims {
    * Claims the requests at {@code indexes} (distinct keys), pipelined, answering into the batch.
    * Every reply is collected before anything is decided; after a failure nothing more is sent.
    */
-  private void settle(Batch batch, List<Integer> indexes) {
-    RedisAccess redis = calls.access(indexes.size() == 1
-        ? "claim of " + batch.requests.get(indexes.get(0)).key()
-        : "batch claim of " + indexes.size() + " keys");
-    int m = indexes.size();
-    List<byte[]> keys = new ArrayList<>(m);
-    List<ClaimRules.Decision> creations = new ArrayList<>(m);
-    List<CompletableFuture<byte[]>> firsts = new ArrayList<>(m);
-    for (int i : indexes) {
-      ClaimRequest request = batch.requests.get(i);
+  private void settle(Batch batch, int[] indexes) {
+    int m = indexes.length;
+    RedisAccess redis = calls.access(m == 1
+        ? new Operation("claim", batch.requests.get(indexes[0]).key())
+        : "batch claim of " + m + " keys");
+    // Arrays, not lists: a single claim comes through here too, and pays for every object.
+    ClaimRules.Decision[] creations = new ClaimRules.Decision[m];
+    @SuppressWarnings("unchecked")
+    CompletableFuture<byte[]>[] firsts = new CompletableFuture[m];
+    for (int j = 0; j < m; j++) {
+      ClaimRequest request = batch.requests.get(indexes[j]);
       ClaimRules.Decision creation = ClaimRules.decide(null, request);
       byte[] key = layout.record(request.key());
-      keys.add(key);
-      creations.add(creation);
-      firsts.add(send(() -> redis.commands().setGet(key, RecordFormat.encode(creation.next()),
-          SetArgs.Builder.nx().px(Expiry.ttlMillis(request.expiresAt(), request.now())))));
+      batch.keys[indexes[j]] = key;
+      creations[j] = creation;
+      firsts[j] = send(() -> redis.commands().setGet(key, RecordFormat.encode(creation.next()),
+          SetArgs.Builder.nx().px(Expiry.ttlMillis(request.expiresAt(), request.now()))));
     }
     long deadline = calls.deadline();
-    List<Swap> swaps = new ArrayList<>();
+    List<Swap> swaps = List.of();
     for (int j = 0; j < m; j++) {
-      int i = indexes.get(j);
+      int i = indexes[j];
       byte[] previous;
       try {
-        previous = calls.await(firsts.get(j), deadline, "claim of " + batch.requests.get(i).key());
+        previous = calls.await(firsts[j], deadline,
+            new Operation("claim", batch.requests.get(i).key()));
       } catch (StoreUnavailableException e) {
-        batch.failed(e, i, ((Claim.Acquired) creations.get(j).claim()).token());
+        batch.failed(e, i, ((Claim.Acquired) creations[j].claim()).token());
         continue;
       }
       if (previous == null) {
         // SET NX wrote the new record.
-        batch.claims[i] = creations.get(j).claim();
+        batch.claims[i] = creations[j].claim();
       } else {
-        swaps.add(new Swap(i, keys.get(j), previous));
+        if (swaps.isEmpty()) {
+          swaps = new ArrayList<>();
+        }
+        swaps.add(new Swap(i, batch.keys[i], previous));
       }
     }
     for (int round = 0; !swaps.isEmpty() && batch.failure == null; round++) {
@@ -357,7 +377,7 @@ final class RedisClaims {
         List<Object> reply;
         try {
           reply = calls.await(swap.reply, deadline,
-              "claim of " + batch.requests.get(swap.index).key());
+              new Operation("claim", batch.requests.get(swap.index).key()));
         } catch (StoreUnavailableException e) {
           batch.failed(e, swap.index, ((Claim.Acquired) swap.decision.claim()).token());
           continue;

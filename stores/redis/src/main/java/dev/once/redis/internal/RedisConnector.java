@@ -64,7 +64,7 @@ public final class RedisConnector implements AutoCloseable {
    *     was sent: {@code mayHaveBeenApplied()} is false)
    * @throws IllegalStateException     if the server is older than Redis 7.0
    */
-  public RedisAccess access(String what) {
+  public RedisAccess access(Object what) {
     RedisAccess open = access;
     return open != null ? open : connect(what);
   }
@@ -78,7 +78,7 @@ public final class RedisConnector implements AutoCloseable {
     return access;
   }
 
-  private RedisAccess connect(String what) {
+  private RedisAccess connect(Object what) {
     CompletableFuture<RedisAccess> pending;
     long opened;
     synchronized (this) {

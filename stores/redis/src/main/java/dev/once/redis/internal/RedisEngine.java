@@ -94,7 +94,7 @@ public final class RedisEngine implements AutoCloseable {
   /** {@code GET}; a failure says nothing was applied (a read changes nothing). */
   public Optional<IdempotencyRecord> find(IdempotencyKey key) {
     Objects.requireNonNull(key, "key");
-    String what = "find of " + key;
+    Operation what = new Operation("find", key);
     RedisAccess redis = calls.access(what);
     byte[] value;
     try {

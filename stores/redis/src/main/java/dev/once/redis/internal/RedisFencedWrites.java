@@ -52,7 +52,7 @@ final class RedisFencedWrites {
    */
   void complete(IdempotencyKey key, long token, Outcome outcome, Instant now, Duration retention) {
     checkCompletion(key, outcome, now, retention);
-    String what = "complete of " + key;
+    Operation what = new Operation("complete", key);
     RedisAccess redis = calls.access(what);
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what, completeAsync(redis, keys, token, outcome, now,
@@ -76,7 +76,7 @@ final class RedisFencedWrites {
       return CompletableFuture.runAsync(() -> complete(key, token, outcome, now, retention),
           blocking);
     }
-    String what = "complete of " + key;
+    Operation what = new Operation("complete", key);
     byte[][] keys = {layout.record(key)};
     return calls.within(completeAsync(redis, keys, token, outcome, now, retention), what)
         .thenCompose(reply -> reply != 1L
@@ -123,7 +123,7 @@ final class RedisFencedWrites {
       IdempotencyKey key = completions.get(i).key();
       long reply;
       try {
-        reply = calls.await(replies.get(i), deadline, "batch completion of " + key);
+        reply = calls.await(replies.get(i), deadline, new Operation("batch completion", key));
       } catch (StoreUnavailableException e) {
         // The other completions of the batch may be stored.
         throw completions.size() > 1 ? RedisCalls.mayHaveBeenApplied(e) : e;
@@ -157,12 +157,12 @@ final class RedisFencedWrites {
    * acknowledged.
    */
   void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
-    fail("fail of ", key, token, error, now, retention, COUNTED);
+    fail("fail", key, token, error, now, retention, COUNTED);
   }
 
   /** The FAIL script, one attempt fewer: the work of the claim released never ran. */
   void release(IdempotencyKey key, long token, String reason, Instant now, Duration retention) {
-    fail("release of ", key, token, reason, now, retention, UNCOUNTED);
+    fail("release", key, token, reason, now, retention, UNCOUNTED);
   }
 
   private void fail(String operation, IdempotencyKey key, long token, String error, Instant now,
@@ -171,7 +171,7 @@ final class RedisFencedWrites {
     Objects.requireNonNull(error, "error");
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(retention, "retention");
-    String what = operation + key;
+    Operation what = new Operation(operation, key);
     RedisAccess redis = calls.access(what);
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what,
@@ -200,7 +200,7 @@ final class RedisFencedWrites {
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(lease, "lease");
     long leaseUntil = RecordFormat.micros(now.plus(lease));
-    String what = "extend of " + key;
+    Operation what = new Operation("extend", key);
     RedisAccess redis = calls.access(what);
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what, extendAsync(redis, keys, token, now, leaseUntil));
@@ -232,7 +232,7 @@ final class RedisFencedWrites {
     List<byte[]> extended = new ArrayList<>(claims.size());
     for (int i = 0; i < claims.size(); i++) {
       IdempotencyKey key = claims.get(i).key();
-      if (calls.await(replies.get(i), deadline, "batch extension of " + key) == 1L) {
+      if (calls.await(replies.get(i), deadline, new Operation("batch extension", key)) == 1L) {
         extended.add(keys.get(i));
       } else {
         lost.add(key);
@@ -258,7 +258,7 @@ final class RedisFencedWrites {
       throw new PayloadTooLargeException("checkpoint " + checkpoint.name() + " of " + key,
           checkpoint.size(), maxPayloadBytes);
     }
-    String what = "checkpoint of " + key;
+    Operation what = new Operation("checkpoint", key);
     RedisAccess redis = calls.access(what);
     byte[][] keys = {layout.record(key)};
     write(redis, key, token, keys, what, run(redis, Script.CHECKPOINT, ScriptOutputType.INTEGER,
@@ -268,7 +268,7 @@ final class RedisFencedWrites {
 
   /** One fenced write's reply: 0 means another claim holds the record now. */
   private void write(RedisAccess redis, IdempotencyKey key, long token, byte[][] keys,
-      String what, CompletableFuture<Long> reply) {
+      Object what, CompletableFuture<Long> reply) {
     if (calls.await(reply, calls.deadline(), what) != 1L) {
       throw new LeaseLostException(key, token);
     }
