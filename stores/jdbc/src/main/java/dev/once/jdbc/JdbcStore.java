@@ -244,11 +244,14 @@ public final class JdbcStore implements IdempotencyStore {
   }
 
   /**
-   * As {@link #claimAll(List)}; on PostgreSQL the batch's transaction waits at most
+   * As {@link #claimAll(List)}; on PostgreSQL and MariaDB the batch's transaction waits at most
    * {@code lockWait} for any row another transaction holds (a {@link TransactionalOnce} call in
-   * progress, a claim not yet committed), with {@code SET LOCAL lock_timeout}, then rolls back
-   * and throws {@link dev.once.StoreUnavailableException} at once, without retrying. MariaDB and
-   * SQLite wait as {@link #claimAll(List)} does (MariaDB's bound counts whole seconds).
+   * progress, a claim not yet committed), then rolls back and throws
+   * {@link dev.once.StoreUnavailableException} at once, without retrying. PostgreSQL bounds it
+   * with {@code SET LOCAL lock_timeout}; MariaDB with the session's
+   * {@code innodb_lock_wait_timeout}, rounded up to whole seconds, and puts the session's own
+   * value back after the batch. SQLite waits as {@link #claimAll(List)} does (it holds the whole
+   * database, not rows).
    */
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests, java.time.Duration lockWait) {

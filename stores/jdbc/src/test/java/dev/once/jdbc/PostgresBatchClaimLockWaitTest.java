@@ -1,56 +1,27 @@
 package dev.once.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.once.Codecs;
-import dev.once.Fingerprint;
-import dev.once.IdempotencyKey;
-import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
-import dev.once.spi.ClaimRequest;
 import dev.once.testkit.TestPostgres;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.List;
-import java.util.UUID;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-/**
- * {@code claimAll(requests, lockWait)} on PostgreSQL: a batch that meets a row another transaction
- * holds gives up after the lock wait, rolled back, at once and on one connection (not retried),
- * holding nothing; a batch that meets none claims as {@code claimAll} does, and leaves the
- * connection's {@code lock_timeout} as it found it.
- */
+/** The batch claim's bounded wait on PostgreSQL: {@code SET LOCAL lock_timeout}, in milliseconds. */
 @Tag("postgres")
-class PostgresBatchClaimLockWaitTest {
+class PostgresBatchClaimLockWaitTest extends BatchClaimLockWaitContract {
 
-  private static final Fingerprint FP = Fingerprint.of("lock-wait");
-  private static final Duration LOCK_WAIT = Duration.ofMillis(100);
   private static HikariDataSource pool;
   private static String table;
-
-  private final String scope = "lockwait." + UUID.randomUUID().toString().substring(0, 8);
-  private final ExecutorService threads = Executors.newCachedThreadPool();
-  private final AtomicInteger connectionsTaken = new AtomicInteger();
 
   @BeforeAll
   static void start() {
@@ -71,98 +42,37 @@ class PostgresBatchClaimLockWaitTest {
     pool.close();
   }
 
-  @AfterEach
-  void stopThreads() {
-    threads.shutdownNow();
+  @Override
+  HikariDataSource pool() {
+    return pool;
   }
 
-  /** The store over the pool, counting the connections it takes (one per attempt). */
-  private JdbcStore store() {
-    DataSource counting = (DataSource) Proxy.newProxyInstance(getClass().getClassLoader(),
-        new Class<?>[] {DataSource.class}, (p, m, a) -> {
-          if (m.getName().equals("getConnection")) {
-            connectionsTaken.incrementAndGet();
-          }
-          try {
-            return m.invoke(pool, a);
-          } catch (InvocationTargetException e) {
-            throw e.getCause();
-          }
-        });
-    return JdbcStore.builder(counting).dialect(JdbcDialect.POSTGRESQL).table(table).build();
+  @Override
+  String table() {
+    return table;
   }
 
-  private IdempotencyKey key(String k) {
-    return IdempotencyKey.of(scope, k);
+  @Override
+  JdbcDialect dialect() {
+    return JdbcDialect.POSTGRESQL;
   }
 
-  private static ClaimRequest request(IdempotencyKey key) {
-    return new ClaimRequest(key, FP, Instant.now(), Duration.ofSeconds(30), Duration.ofHours(1));
+  @Override
+  String boundInMessage() {
+    return "100 ms";
   }
 
-  @Test
-  void aBatchThatMeetsAHeldRowGivesUpAfterTheLockWaitAtOnceAndHoldsNothing() throws Exception {
-    JdbcStore store = store();
-    CountDownLatch inWork = new CountDownLatch(1);
-    CountDownLatch end = new CountDownLatch(1);
-    Future<String> holder = threads.submit(() -> TransactionalOnce.builder(store).build()
-        .execute(key("held"), FP, Codecs.utf8(), tx -> {
-          inWork.countDown();
-          end.await();
-          return "held";
-        }));
-    try {
-      assertThat(inWork.await(30, TimeUnit.SECONDS)).isTrue();
-      int before = connectionsTaken.get();
-
-      assertThatThrownBy(() -> store.claimAll(
-          List.of(request(key("a")), request(key("held")), request(key("b"))), LOCK_WAIT))
-          .isInstanceOf(StoreUnavailableException.class)
-          .hasMessageContaining("gave up after waiting 100 ms for a row another transaction holds")
-          .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied())
-              .isFalse());
-
-      assertThat(connectionsTaken.get() - before).as("one attempt, not retried").isEqualTo(1);
-      assertThat(store.find(key("a"))).as("rolled back").isEmpty();
-      assertThat(store.find(key("b"))).isEmpty();
-      assertThat(holder).isNotDone();
-    } finally {
-      end.countDown();
+  @Override
+  String sessionLockWait(Connection c) throws Exception {
+    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW lock_timeout")) {
+      rs.next();
+      return rs.getString(1);
     }
-    assertThat(holder.get(30, TimeUnit.SECONDS)).isEqualTo("held");
-    assertThat(store.claimAll(List.of(request(key("a")), request(key("b"))), LOCK_WAIT))
-        .allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
   }
 
-  /**
-   * A batch of one (what a near cache leaves of a batch whose other keys it answered) used to go
-   * to the single claim, which waits for a held row without bound (found by review).
-   */
-  @Test
-  void aBatchOfOneThatMeetsAHeldRowGivesUpToo() throws Exception {
-    JdbcStore store = store();
-    CountDownLatch inWork = new CountDownLatch(1);
-    CountDownLatch end = new CountDownLatch(1);
-    Future<String> holder = threads.submit(() -> TransactionalOnce.builder(store).build()
-        .execute(key("held-alone"), FP, Codecs.utf8(), tx -> {
-          inWork.countDown();
-          end.await();
-          return "held";
-        }));
-    try {
-      assertThat(inWork.await(30, TimeUnit.SECONDS)).isTrue();
-      Future<List<Claim>> batchOfOne = threads.submit(() ->
-          store.claimAll(List.of(request(key("held-alone"))), LOCK_WAIT));
-
-      assertThat(batchOfOne).failsWithin(10, TimeUnit.SECONDS).withThrowableThat()
-          .havingCause().isInstanceOf(StoreUnavailableException.class)
-          .withMessageContaining("gave up after waiting 100 ms");
-    } finally {
-      end.countDown();
-    }
-    assertThat(holder.get(30, TimeUnit.SECONDS)).isEqualTo("held");
-    assertThat(store.claimAll(List.of(request(key("held-alone"))), LOCK_WAIT).get(0))
-        .isInstanceOf(Claim.Replay.class);
+  @Override
+  String defaultLockWait() {
+    return "0";
   }
 
   /**
@@ -178,49 +88,6 @@ class PostgresBatchClaimLockWaitTest {
       assertThat(store.claimAll(List.of(request(key(k + "a")), request(key(k + "b"))), wait))
           .as("%s", wait).allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
     }
-    assertThat(lockTimeoutOfEveryPooledConnection()).isEqualTo("0");
-  }
-
-  @Test
-  void aBatchThatMeetsNoHeldRowClaimsAndLeavesTheSessionsLockTimeoutAsItWas() throws Exception {
-    JdbcStore store = store();
-    String before = lockTimeoutOfEveryPooledConnection();
-
-    List<Claim> claims = store.claimAll(List.of(request(key("c")), request(key("d"))), LOCK_WAIT);
-
-    assertThat(claims).hasSize(2)
-        .allSatisfy(c -> assertThat(c).isInstanceOf(Claim.Acquired.class));
-    assertThat(store.claimAll(List.of(request(key("c")), request(key("d"))), LOCK_WAIT))
-        .allSatisfy(c -> assertThat(c).isInstanceOf(Claim.InProgress.class));
-    assertThat(lockTimeoutOfEveryPooledConnection()).isEqualTo(before).isEqualTo("0");
-  }
-
-  @Test
-  void aLockWaitThatIsNotPositiveIsRefusedAndNothingIsClaimed() {
-    JdbcStore store = store();
-    for (Duration wait : List.of(Duration.ZERO, Duration.ofMillis(-1))) {
-      assertThatThrownBy(() -> store.claimAll(List.of(request(key("e")), request(key("f"))), wait))
-          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lockWait");
-    }
-    assertThatThrownBy(() -> store.claimAll(List.of(request(key("e"))), null))
-        .isInstanceOf(NullPointerException.class);
-    assertThat(store.find(key("e"))).isEmpty();
-    assertThat(store.find(key("f"))).isEmpty();
-  }
-
-  /** {@code lock_timeout} as each of the pool's connections has it (both taken at once). */
-  private static String lockTimeoutOfEveryPooledConnection() throws Exception {
-    try (Connection one = pool.getConnection(); Connection two = pool.getConnection()) {
-      String first = lockTimeout(one);
-      assertThat(lockTimeout(two)).isEqualTo(first);
-      return first;
-    }
-  }
-
-  private static String lockTimeout(Connection c) throws Exception {
-    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW lock_timeout")) {
-      rs.next();
-      return rs.getString(1);
-    }
+    assertThat(lockWaitOfEveryPooledConnection()).isEqualTo("0");
   }
 }

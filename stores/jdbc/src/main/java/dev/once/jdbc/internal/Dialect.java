@@ -428,13 +428,21 @@ public abstract class Dialect {
   }
 
   /**
-   * Bounds how long the transaction open on {@code c} waits for any one lock, to its end; then
-   * the statement fails with an error {@link #isLockWaitTimeout} recognises. Only where
-   * {@link #canLimitLockWait}.
+   * Bounds how long the transaction open on {@code c} waits for any one lock, until
+   * {@link #endLockWait} or the transaction's end; then the statement fails with an error
+   * {@link #isLockWaitTimeout} recognises. Only where {@link #canLimitLockWait}. Returns the
+   * bound set, in the database's granularity (at least {@code wait}'s, up to what it takes).
    */
-  void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+  java.time.Duration limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
     throw new UnsupportedOperationException("this database's lock wait is not bounded here");
   }
+
+  /**
+   * Puts back on {@code c} what {@link #limitLockWait} changed beyond the transaction: called as
+   * the transaction's last statement, and again after a rollback. Nothing where the bound ends
+   * with the transaction.
+   */
+  void endLockWait(Connection c) throws SQLException {}
 
   /** Whether {@code e} is a lock wait that {@link #limitLockWait}'s bound ended. */
   boolean isLockWaitTimeout(SQLException e) {

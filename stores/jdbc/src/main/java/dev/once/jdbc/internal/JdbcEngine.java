@@ -187,18 +187,32 @@ public final class JdbcEngine {
       if (!boundedWait) {
         return dialect.inTransaction(c, () -> batch(c, normalized, known));
       }
+      java.time.Duration[] bound = {lockWait};
+      boolean[] limited = {false};
       try {
         return dialect.inTransaction(c, () -> {
-          dialect.limitLockWait(c, lockWait);
-          return batch(c, normalized, known);
+          bound[0] = dialect.limitLockWait(c, lockWait);
+          limited[0] = true;
+          List<Claim> claims = batch(c, normalized, known);
+          // In the transaction: if the session's own wait cannot be put back, nothing is claimed.
+          dialect.endLockWait(c);
+          limited[0] = false;
+          return claims;
         });
-      } catch (SQLException e) {
-        if (!dialect.isLockWaitTimeout(e)) {
+      } catch (SQLException | RuntimeException | Error e) {
+        if (limited[0]) {
+          try {
+            dialect.endLockWait(c); // after the rollback, in autocommit
+          } catch (SQLException | RuntimeException notPutBack) {
+            e.addSuppressed(notPutBack);
+          }
+        }
+        if (!(e instanceof SQLException sql) || !dialect.isLockWaitTimeout(sql)) {
           throw e;
         }
         throw new StoreUnavailableException("claimAll of " + normalized.size() + " keys gave up"
-            + " after waiting " + lockWait.toMillis() + " ms for a row another transaction holds;"
-            + " nothing was claimed [" + describe(e) + "]", e, false);
+            + " after waiting " + bound[0].toMillis() + " ms for a row another transaction holds;"
+            + " nothing was claimed [" + describe(sql) + "]", sql, false);
       }
     });
   }

@@ -5,6 +5,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -68,6 +69,39 @@ final class MariaDbDialect extends Dialect {
     } finally {
       c.setTransactionIsolation(level);
     }
+  }
+
+  /** InnoDB's longest finite lock wait, in seconds (100000000 means forever). */
+  private static final long LONGEST_LOCK_WAIT_SECONDS = 99_999_999;
+
+  @Override
+  boolean canLimitLockWait() {
+    return true;
+  }
+
+  @Override
+  java.time.Duration limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+    // innodb_lock_wait_timeout is the session's, in whole seconds (0 would not wait at all): the
+    // session's own value is kept in a user variable, and endLockWait puts it back.
+    long seconds = Math.min(LONGEST_LOCK_WAIT_SECONDS,
+        Math.max(1, wait.getSeconds() + (wait.getNano() > 0 ? 1 : 0)));
+    try (Statement s = c.createStatement()) {
+      s.execute("SET @once_lock_wait = @@SESSION.innodb_lock_wait_timeout,"
+          + " SESSION innodb_lock_wait_timeout = " + seconds);
+    }
+    return java.time.Duration.ofSeconds(seconds);
+  }
+
+  @Override
+  void endLockWait(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute("SET SESSION innodb_lock_wait_timeout = @once_lock_wait");
+    }
+  }
+
+  @Override
+  boolean isLockWaitTimeout(SQLException e) {
+    return e.getErrorCode() == 1205; // ER_LOCK_WAIT_TIMEOUT
   }
 
   @Override

@@ -148,7 +148,7 @@ final class PostgresDialect extends Dialect {
   }
 
   @Override
-  void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+  java.time.Duration limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
     // Transaction-local: gone with the commit or the rollback. lock_timeout 0 would mean forever,
     // and it takes at most INT_MAX ms (a longer wait is that one, not an error for every batch).
     long millis = wait.compareTo(LONGEST_LOCK_TIMEOUT) >= 0 ? Integer.MAX_VALUE
@@ -156,6 +156,7 @@ final class PostgresDialect extends Dialect {
     try (Statement s = c.createStatement()) {
       s.execute("SET LOCAL lock_timeout = " + millis);
     }
+    return java.time.Duration.ofMillis(millis);
   }
 
   @Override
