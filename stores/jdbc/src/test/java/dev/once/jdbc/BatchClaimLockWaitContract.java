@@ -3,6 +3,7 @@ package dev.once.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.once.Codecs;
 import dev.once.Fingerprint;
@@ -25,8 +26,12 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
 /**
  * {@code claimAll(requests, lockWait)} on a database whose batch claim can bound its wait for a
@@ -35,17 +40,42 @@ import org.junit.jupiter.api.Test;
  * nothing; a batch that meets none claims as {@code claimAll} does, and leaves the connection's
  * own lock wait as it found it.
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class BatchClaimLockWaitContract {
 
   static final Fingerprint FP = Fingerprint.of("lock-wait");
   static final Duration LOCK_WAIT = Duration.ofMillis(100);
 
-  /** The pool of two connections the tests share (the holder's and the batch's). */
-  abstract HikariDataSource pool();
+  private HikariDataSource pool;
+  private String table;
 
-  abstract String table();
+  /** Where the database is: URL and credentials (the pool's size and name are set here). */
+  abstract HikariConfig database();
 
   abstract JdbcDialect dialect();
+
+  @BeforeAll
+  void start() {
+    HikariConfig config = database();
+    config.setMaximumPoolSize(2); // the holder's and the batch's: the batch reuses its own
+    config.setPoolName("once-lock-wait-" + dialect());
+    pool = new HikariDataSource(config);
+    table = Databases.uniqueTable("once_lock_wait");
+    JdbcStore.builder(pool).dialect(dialect()).table(table).build().createSchema();
+  }
+
+  @AfterAll
+  void stop() throws Exception {
+    try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+      s.execute("DROP TABLE IF EXISTS " + table);
+    }
+    pool.close();
+  }
+
+  /** The pool of two connections the tests share (the holder's and the batch's). */
+  HikariDataSource pool() {
+    return pool;
+  }
 
   /** How long a batch given {@link #LOCK_WAIT} waits, in the message: the database's bound. */
   abstract String boundInMessage();
@@ -57,8 +87,13 @@ abstract class BatchClaimLockWaitContract {
   abstract String defaultLockWait() throws Exception;
 
   private final String scope = "lockwait." + UUID.randomUUID().toString().substring(0, 8);
-  private final ExecutorService threads = Executors.newCachedThreadPool();
+  private ExecutorService threads;
   private final AtomicInteger connectionsTaken = new AtomicInteger();
+
+  @BeforeEach
+  void startThreads() {
+    threads = Executors.newCachedThreadPool();
+  }
 
   @AfterEach
   void stopThreads() {
@@ -78,7 +113,7 @@ abstract class BatchClaimLockWaitContract {
             throw e.getCause();
           }
         });
-    return JdbcStore.builder(counting).dialect(dialect()).table(table()).build();
+    return JdbcStore.builder(counting).dialect(dialect()).table(table).build();
   }
 
   IdempotencyKey key(String k) {

@@ -3,15 +3,12 @@ package dev.once.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
 import dev.once.spi.Claim;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -23,38 +20,13 @@ import org.junit.jupiter.api.Test;
 @Tag("mariadb")
 class MariaDbBatchClaimLockWaitTest extends BatchClaimLockWaitContract {
 
-  private static HikariDataSource pool;
-  private static String table;
-
-  @BeforeAll
-  static void start() {
+  @Override
+  HikariConfig database() {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(Databases.MariaDb.URL);
     config.setUsername(Databases.MariaDb.USER);
     config.setPassword(Databases.MariaDb.PASSWORD);
-    config.setMaximumPoolSize(2); // the holder's and the batch's: the batch reuses its own
-    config.setPoolName("once-lock-wait-mariadb");
-    pool = new HikariDataSource(config);
-    table = Databases.uniqueTable("once_lock_wait");
-    JdbcStore.builder(pool).dialect(JdbcDialect.MARIADB).table(table).build().createSchema();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
-      s.execute("DROP TABLE IF EXISTS " + table);
-    }
-    pool.close();
-  }
-
-  @Override
-  HikariDataSource pool() {
-    return pool;
-  }
-
-  @Override
-  String table() {
-    return table;
+    return config;
   }
 
   @Override
@@ -78,7 +50,7 @@ class MariaDbBatchClaimLockWaitTest extends BatchClaimLockWaitContract {
 
   @Override
   String defaultLockWait() throws Exception {
-    try (Connection c = pool.getConnection(); Statement s = c.createStatement();
+    try (Connection c = pool().getConnection(); Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT @@GLOBAL.innodb_lock_wait_timeout")) {
       rs.next();
       return rs.getString(1);
@@ -104,8 +76,8 @@ class MariaDbBatchClaimLockWaitTest extends BatchClaimLockWaitContract {
   }
 
   /** Runs {@code sql} on both of the pool's connections, taken at once. */
-  private static void everyPooledConnection(String sql) throws Exception {
-    try (Connection one = pool.getConnection(); Connection two = pool.getConnection();
+  private void everyPooledConnection(String sql) throws Exception {
+    try (Connection one = pool().getConnection(); Connection two = pool().getConnection();
         Statement s1 = one.createStatement(); Statement s2 = two.createStatement()) {
       s1.execute(sql);
       s2.execute(sql);

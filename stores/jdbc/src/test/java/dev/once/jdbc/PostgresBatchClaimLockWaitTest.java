@@ -3,7 +3,6 @@ package dev.once.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
 import dev.once.spi.Claim;
 import dev.once.testkit.TestPostgres;
 import java.sql.Connection;
@@ -11,8 +10,6 @@ import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -20,36 +17,11 @@ import org.junit.jupiter.api.Test;
 @Tag("postgres")
 class PostgresBatchClaimLockWaitTest extends BatchClaimLockWaitContract {
 
-  private static HikariDataSource pool;
-  private static String table;
-
-  @BeforeAll
-  static void start() {
+  @Override
+  HikariConfig database() {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(TestPostgres.jdbcUrl());
-    config.setMaximumPoolSize(2); // the holder's and the batch's: the batch reuses its own
-    config.setPoolName("once-lock-wait");
-    pool = new HikariDataSource(config);
-    table = Databases.uniqueTable("once_lock_wait");
-    JdbcStore.builder(pool).dialect(JdbcDialect.POSTGRESQL).table(table).build().createSchema();
-  }
-
-  @AfterAll
-  static void stop() throws Exception {
-    try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
-      s.execute("DROP TABLE IF EXISTS " + table);
-    }
-    pool.close();
-  }
-
-  @Override
-  HikariDataSource pool() {
-    return pool;
-  }
-
-  @Override
-  String table() {
-    return table;
+    return config;
   }
 
   @Override
