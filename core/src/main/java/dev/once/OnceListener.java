@@ -99,8 +99,10 @@ public interface OnceListener {
      */
     ESCAPE,
     /**
-     * A call made for several callers failed (a batch claim that gave up on a row another
-     * transaction held, or any store error): each caller made its own call instead.
+     * A call made for several callers threw an exception (a batch claim that gave up on a row
+     * another transaction held, or any store failure) or returned the wrong number of answers:
+     * each caller made its own call instead. An {@link Error} is not a detour: it reaches every
+     * caller of the batch.
      */
     BATCH_FAILED
   }
@@ -174,7 +176,8 @@ public interface OnceListener {
    * {@code complete}, {@code calls} how many callers' requests the detour carried. Counted, these
    * say how often the store answers late or rows are held while callers queue; both are harmless
    * now and then, but a steady rate of them means the calls coalescing was meant to save are made
-   * anyway. Told only with coalescing on.
+   * anyway. Told only with coalescing on, once the callers are on their way; what this throws,
+   * an {@link Error} too, is dropped, so that no caller is left waiting.
    */
   default void onCoalescingDetour(CoalescingDetour detour, String operation, int calls) {}
 

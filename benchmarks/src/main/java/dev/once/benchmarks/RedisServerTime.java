@@ -18,10 +18,10 @@ import java.util.Locale;
 
 /**
  * How much of Redis's one thread each operation takes: server time per operation from
- * {@code INFO commandstats} ({@code usec} over the calls), for Once's commands and scripts and for the raw
- * commands the articles use, run one after the other on one connection each. Once Redis is busy
- * this, not the round trip, is what limits throughput: Redis runs scripts and commands one at a
- * time. Unlike throughput, it hardly moves with the machine's other load.
+ * {@code INFO commandstats} ({@code usec} over the calls), for Once's commands and scripts and
+ * for the raw commands the articles use, run one after the other on one connection each. Once
+ * Redis is busy this, not the round trip, is what limits throughput: Redis runs scripts and
+ * commands one at a time. Unlike throughput, it hardly moves with the machine's other load.
  *
  * <p>Beside it, the client's side of the same operations: this JVM's CPU time per operation (the
  * calling thread and Lettuce's, one caller at a time, so nothing waits on a lock) and the bytes
@@ -29,7 +29,8 @@ import java.util.Locale;
  * share, the client's CPU per operation is what bounds throughput at a handful of callers.
  *
  * <pre>
- * java -cp benchmarks/target/benchmarks.jar dev.once.benchmarks.RedisServerTime [operations] [rounds]
+ * java -cp benchmarks/target/benchmarks.jar dev.once.benchmarks.RedisServerTime \
+ *     [operations] [rounds]
  * </pre>
  *
  * Each round measures the four sides one after the other; the figures are the medians over the
@@ -132,7 +133,8 @@ public final class RedisServerTime {
     long cpu = PROCESS.getProcessCpuTime();
     long allocated = THREADS.getCurrentThreadAllocatedBytes();
     work.run();
-    measured[2][side] = (double) (THREADS.getCurrentThreadAllocatedBytes() - allocated) / operations;
+    measured[2][side] =
+        (double) (THREADS.getCurrentThreadAllocatedBytes() - allocated) / operations;
     measured[1][side] = (PROCESS.getProcessCpuTime() - cpu) / 1000.0 / operations;
     measured[0][side] = serverMicros(raw) / operations;
   }

@@ -231,6 +231,11 @@ public final class CallEvents implements OnceListener {
   }
 
   @Override
+  public void onCoalescingDetour(CoalescingDetour detour, String operation, int calls) {
+    pass(l -> l.onCoalescingDetour(detour, operation, calls));
+  }
+
+  @Override
   public String toString() {
     return "CallEvents[" + call + "]";
   }

@@ -128,7 +128,7 @@ final class Coalescer<Q, R> {
   /**
    * What a coalescer tells of the ways it goes around a call that answered late or failed: an
    * escape, or a failed batch whose requests are each made alone. Told outside the lock, on the
-   * caller's thread; it must not throw.
+   * caller's thread; what it throws is dropped.
    */
   interface Detours {
     void detour(OnceListener.CoalescingDetour detour, int calls);
@@ -300,7 +300,7 @@ final class Coalescer<Q, R> {
         interrupted |= Thread.interrupted(); // uninterruptible, as a store call is
       }
       if (taken != null) {
-        detours.detour(OnceListener.CoalescingDetour.ESCAPE, taken.size());
+        tell(OnceListener.CoalescingDetour.ESCAPE, taken.size());
         continue; // escaped: it leads a batch with a slot of its own
       }
       if (mine.state == Pending.ALONE) {
@@ -434,7 +434,6 @@ final class Coalescer<Q, R> {
         }
         return;
       }
-      detours.detour(OnceListener.CoalescingDetour.BATCH_FAILED, taken.size());
       // Each caller repeats its own request on its own thread, at once; the leader its own here.
       Pending<Q, R> own = null;
       for (Pending<Q, R> p : taken) {
@@ -444,6 +443,7 @@ final class Coalescer<Q, R> {
           p.repeatAlone();
         }
       }
+      tell(OnceListener.CoalescingDetour.BATCH_FAILED, taken.size());
       if (own != null) {
         runAlone(own);
       }
@@ -451,6 +451,19 @@ final class Coalescer<Q, R> {
     }
     for (Pending<Q, R> p : taken) {
       runAlone(p);
+    }
+  }
+
+  /**
+   * Tells a detour, dropping whatever the listener throws, an Error too: it is told while
+   * callers depend on this thread (the batch an escaping caller leads, the leader's own repeat),
+   * and a caller left without its answer would wait for good.
+   */
+  private void tell(OnceListener.CoalescingDetour detour, int calls) {
+    try {
+      detours.detour(detour, calls);
+    } catch (Throwable ignored) {
+      // Dropped, as above (Execution has logged all but a VirtualMachineError).
     }
   }
 

@@ -304,6 +304,64 @@ class CoalescerTest {
   }
 
   /**
+   * The detours reach the user's listener, which may throw anything, a StackOverflowError too
+   * (found by review: an Error thrown while telling a failed batch left its other callers
+   * waiting for good). Telling is the last thing done, and what it throws is dropped.
+   */
+  @Test
+  void aDetourListenerThatThrowsAnErrorOnAFailedBatchLeavesNoCallerWaiting() throws Exception {
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1,
+        new Coalescer.Demand(), System::nanoTime, 0, this::one, this::many,
+        (detour, n) -> {
+          throw new StackOverflowError("the listener failed");
+        });
+    Future<String> first = threads.submit(() -> coalescer.call("first"));
+    await(firstCallEntered);
+    Future<String> good = threads.submit(() -> coalescer.call("good"));
+    waitUntilQueued(coalescer, 1);
+    Future<String> bad = threads.submit(() -> coalescer.call("bad"));
+    waitUntilQueued(coalescer, 2);
+
+    releaseFirstCall.countDown();
+
+    assertThat(first.get(10, TimeUnit.SECONDS)).isEqualTo("FIRST");
+    assertThat(good.get(10, TimeUnit.SECONDS)).isEqualTo("GOOD");
+    assertThat(bad).failsWithin(10, TimeUnit.SECONDS).withThrowableThat()
+        .havingRootCause().withMessage("refused bad");
+    assertThat(coalescer.callsInFlight()).isZero();
+  }
+
+  /** As above, for an escape: the escaping caller leads the batch it took whatever it is told. */
+  @Test
+  void aDetourListenerThatThrowsAnErrorOnAnEscapeLeavesNoCallerWaiting() throws Exception {
+    java.util.concurrent.atomic.AtomicLong ticker = new java.util.concurrent.atomic.AtomicLong();
+    long escape = TimeUnit.MILLISECONDS.toNanos(5);
+    Coalescer.Demand demand = new Coalescer.Demand();
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 2, 1,
+        demand, ticker::get, escape, this::holding, this::many, (detour, n) -> {
+          throw new StackOverflowError("the listener failed");
+        });
+    demand.addCallersForTest(2); // above callsAlone: one batch call
+    Future<String> stuck = callHeld(coalescer, "hold-stuck");
+    try {
+      Future<String> x = threads.submit(() -> coalescer.call("x"));
+      waitUntilQueued(coalescer, 1);
+      Future<String> y = threads.submit(() -> coalescer.call("y"));
+      waitUntilQueued(coalescer, 2);
+      ticker.addAndGet(escape);
+
+      assertThat(x.get(10, TimeUnit.SECONDS)).isEqualTo("X");
+      assertThat(y.get(10, TimeUnit.SECONDS)).isEqualTo("Y");
+      assertThat(calls).containsExactly("many:[x, y]");
+    } finally {
+      release("hold-stuck");
+    }
+    assertThat(stuck.get(30, TimeUnit.SECONDS)).isEqualTo("HOLD-STUCK");
+    assertThat(coalescer.callsInFlight()).isZero();
+    demand.addCallersForTest(-2);
+  }
+
+  /**
    * Callers queued behind calls that do not end (a batch waiting for a row lock, a server that
    * stalls): once the oldest has waited the escape time (on the ticker), it makes one more call,
    * with everything queued, as long as fewer than callsAlone calls are in flight.

@@ -115,7 +115,7 @@ final class RedisCalls implements AutoCloseable {
     }
   }
 
-  /** {@link #awaitReplicas(RedisAccess, List, String)} without blocking, as {@link #within}. */
+  /** {@link #awaitReplicas(RedisAccess, List, Object)} without blocking, as {@link #within}. */
   CompletableFuture<Void> awaitReplicasAsync(RedisAccess redis, List<byte[]> keys, Object what) {
     int replicas = this.replicas;
     if (replicas == 0) {

@@ -72,7 +72,8 @@ class RecordFormatTest {
 
   @Test
   void numbersSentToScriptsAreTheirDecimalDigits() {
-    for (long n : new long[] {0, 1, 9, 10, 99, 100, 12345, Long.MAX_VALUE, -1, -10, Long.MIN_VALUE}) {
+    long[] numbers = {0, 1, 9, 10, 99, 100, 12345, Long.MAX_VALUE, -1, -10, Long.MIN_VALUE};
+    for (long n : numbers) {
       assertThat(new String(RedisCalls.number(n), StandardCharsets.US_ASCII))
           .isEqualTo(Long.toString(n));
     }
@@ -166,7 +167,8 @@ class RecordFormatTest {
     Arbitrary<Outcome> outcomes = outcomes().injectNull(0.3);
     Arbitrary<String> errors = Arbitraries.strings().ofMaxLength(80).filter(s -> !s.isEmpty())
         .injectNull(0.5);
-    Arbitrary<Long> tokens = Arbitraries.oneOf(Arbitraries.longs().between(0, 9_999_999_999_999_999L),
+    Arbitrary<Long> tokens = Arbitraries.oneOf(
+        Arbitraries.longs().between(0, 9_999_999_999_999_999L),
         Arbitraries.of(0L, 1L, 9_999_999_999_999_999L));
     Arbitrary<Long> claimIds = Arbitraries.oneOf(Arbitraries.longs(),
         Arbitraries.of(0L, -1L, Long.MIN_VALUE, Long.MAX_VALUE));
