@@ -112,9 +112,9 @@ public final class Execution {
       java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(50);
 
   /**
-   * How long a coalesced batch claim waits for a row another transaction holds before it gives
-   * up and its callers make their claims alone (only the one whose row is held waits then): as
-   * long as a queued caller waits for a late call, for the same reason.
+   * How long a coalesced batch claim or completion waits for a row another transaction holds
+   * before it gives up and its callers make their calls alone (only the one whose row is held
+   * waits then): as long as a queued caller waits for a late call, for the same reason.
    */
   static final Duration COALESCED_LOCK_WAIT = Duration.ofNanos(COALESCED_ESCAPE_NANOS);
 
@@ -163,7 +163,7 @@ public final class Execution {
 
   private java.util.List<Boolean> completeMany(java.util.List<Completion> batch) {
     java.util.Set<IdempotencyKey> lost = store.completeAll(batch, config.clock().instant(),
-        config.retention());
+        config.retention(), COALESCED_LOCK_WAIT);
     java.util.List<Boolean> stored = new java.util.ArrayList<>(batch.size());
     for (Completion c : batch) {
       stored.add(!lost.contains(c.key()));

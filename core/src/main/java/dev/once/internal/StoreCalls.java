@@ -158,6 +158,17 @@ final class StoreCalls {
     return timed("completeAll", calls, () -> store.completeAll(completions, now, retention));
   }
 
+  /**
+   * {@link IdempotencyStore#completeAll(java.util.List, Instant, Duration, Duration)}: gives up
+   * on a held row.
+   */
+  public java.util.Set<IdempotencyKey> completeAll(
+      java.util.List<dev.once.spi.Completion> completions, Instant now, Duration retention,
+      Duration lockWait) {
+    return timed("completeAll",
+        () -> store.completeAll(completions, now, retention, lockWait));
+  }
+
   private <R> R timed(String operation, Supplier<R> call) {
     return timed(operation, java.util.List.of(), call);
   }

@@ -207,6 +207,24 @@ public interface IdempotencyStore extends AutoCloseable {
   }
 
   /**
+   * As {@link #completeAll(List, Instant, Duration)}, for a caller that would rather make the
+   * completions one by one than have all of them wait for one key: a store that waits for a row
+   * another transaction holds (a database's row lock; a {@code TransactionalOnce} duplicate of a
+   * key in progress holds it until its transaction ends) may give up once it has waited
+   * {@code lockWait} for one, throwing {@link StoreUnavailableException} with nothing of the
+   * batch stored, at once and not retried. Once's coalesced completions call it, and on that
+   * failure make each completion alone, each on its caller's thread: only the key whose row is
+   * held waits. Stores that do not wait for each other's rows need not override it; the default
+   * is {@link #completeAll(List, Instant, Duration)}, which waits.
+   *
+   * @param lockWait how long to wait for any one row another transaction holds; positive
+   */
+  default Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention, Duration lockWait) {
+    return completeAll(completions, now, retention);
+  }
+
+  /**
    * Records a retryable failure: IN_PROGRESS → FAILED, kept (never deleted, so the token keeps
    * growing) until {@code now + retention}. The same failure repeated after it was applied
    * (FAILED under {@code token} with an equal error) is acknowledged and changes nothing.

@@ -44,6 +44,18 @@ abstract class BatchCompletionTester extends ConformanceTester {
 
   @Test
   void storesEveryOutcomeAsCompleteDoes() {
+    storesEveryOutcomeAsCompleteDoes(this::completeAll);
+  }
+
+  /** With no row held by another transaction, a lock wait changes nothing. */
+  @Test
+  void storesEveryOutcomeAsCompleteDoesWithALockWait() {
+    storesEveryOutcomeAsCompleteDoes(completions -> store.completeAll(List.of(completions),
+        clock.instant(), RETENTION, Duration.ofMillis(50)));
+  }
+
+  private void storesEveryOutcomeAsCompleteDoes(
+      java.util.function.Function<Completion[], Set<IdempotencyKey>> completeAll) {
     IdempotencyKey plain = newKey();
     IdempotencyKey withCheckpoint = newKey();
     IdempotencyKey failed = newKey();
@@ -57,11 +69,11 @@ abstract class BatchCompletionTester extends ConformanceTester {
     byte[] binary = {0, (byte) 0xff, '\'', '\\', 0};
     Outcome failure = Outcome.failure("com.example.Declined", "card declined");
 
-    Set<IdempotencyKey> lost = completeAll(
+    Set<IdempotencyKey> lost = completeAll.apply(new Completion[] {
         new Completion(plain, tokens[0], text("one")),
         new Completion(withCheckpoint, tokens[1], Outcome.success("application/octet-stream",
             binary)),
-        new Completion(failed, tokens[2], failure));
+        new Completion(failed, tokens[2], failure)});
 
     assertThat(lost).isEmpty();
     assertThat(claim(plain)).isEqualTo(new Claim.Replay(text("one"), tokens[0]));

@@ -322,6 +322,93 @@ class PostgresCoalescingTest {
         .allSatisfy((k, n) -> assertThat(n).hasValue(1));
   }
 
+  /**
+   * As above, for completions. A batch completion that holds a key whose row another transaction
+   * holds (a TransactionalOnce duplicate of the key in progress, inside its caller's longer
+   * transaction) held all of its callers until that transaction ended. Now it gives up after the
+   * lock wait, storing nothing, and each caller completes alone: only the held key's caller
+   * waits. With {@code coalesceStoreCalls(2)}, the completions of stuck-1 and stuck-2, waiting
+   * at the server for their held rows, are the calls in flight, so x's, held's and y's queue in
+   * Once and share the batch that stuck-1's completion hands its slot to once its row is free.
+   */
+  @Test
+  void aBatchCompletionWithAKeyWhoseRowIsHeldGivesUpAndOnlyThatKeysCallerWaits()
+      throws Exception {
+    Once once = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build())
+        .coalesceStoreCalls(2).listener(counting).build();
+    List<String> keys = List.of("stuck-1", "stuck-2", "x", "held", "y");
+    Map<String, CountDownLatch> working = new ConcurrentHashMap<>();
+    Map<String, CountDownLatch> finish = new ConcurrentHashMap<>();
+    List<String> workDone = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<Thread> completing = new java.util.concurrent.CopyOnWriteArrayList<>();
+    Map<String, Future<String>> answers = new ConcurrentHashMap<>();
+    for (String k : keys) {
+      working.put(k, new CountDownLatch(1));
+      finish.put(k, new CountDownLatch(1));
+      answers.put(k, threads.submit(() -> once.call(IdempotencyKey.of(scope, k), FP,
+          Codecs.utf8(), attempt -> {
+            completing.add(Thread.currentThread());
+            working.get(k).countDown();
+            finish.get(k).await();
+            workDone.add(k);
+            return "ran " + k;
+          }).value()));
+      assertThat(working.get(k).await(30, TimeUnit.SECONDS)).as("%s claimed", k).isTrue();
+    }
+    Map<String, Connection> holders = new ConcurrentHashMap<>();
+    try {
+      for (String k : List.of("stuck-1", "stuck-2", "held")) {
+        holders.put(k, holdRow(IdempotencyKey.of(scope, k)));
+      }
+      finish.get("stuck-1").countDown();
+      finish.get("stuck-2").countDown();
+      awaitUntil(() -> sessionsWaitingForTheLock() == 2, "two completions waiting for rows");
+      List.of("x", "held", "y").forEach(k -> finish.get(k).countDown());
+      awaitUntil(() -> workDone.size() == 5 && parked(completing.subList(2, 5)) == 3,
+          "three completions queued in Once");
+
+      rollBack(holders.remove("stuck-1")); // its completion ends; its slot goes to x's batch
+
+      assertThat(answers.get("x").get(30, TimeUnit.SECONDS)).isEqualTo("ran x");
+      assertThat(answers.get("y").get(30, TimeUnit.SECONDS)).isEqualTo("ran y");
+      assertThat(answers.get("held")).as("waits for the row, alone").isNotDone();
+      assertThat(calls("completeAll")).as("the batch was tried, and gave up").isEqualTo(1);
+      assertThat(calls("BATCH_FAILED complete")).as("told to the listener").isEqualTo(1);
+    } finally {
+      holders.values().forEach(PostgresCoalescingTest::rollBack);
+      finish.values().forEach(CountDownLatch::countDown);
+    }
+    JdbcStore store = store().dialect(JdbcDialect.POSTGRESQL).build();
+    for (String k : keys) {
+      assertThat(answers.get(k).get(30, TimeUnit.SECONDS)).isEqualTo("ran " + k);
+      assertThat(store.find(IdempotencyKey.of(scope, k))).get()
+          .extracting(IdempotencyRecord::status).isEqualTo(Status.COMPLETED);
+    }
+  }
+
+  /** A connection whose open transaction locks {@code key}'s row. */
+  private static Connection holdRow(IdempotencyKey key) throws java.sql.SQLException {
+    Connection c = pool.getConnection();
+    c.setAutoCommit(false);
+    try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT idem_key FROM " + table
+        + " WHERE scope = ? AND idem_key = ? FOR UPDATE")) {
+      ps.setString(1, key.scope());
+      ps.setString(2, key.key());
+      try (ResultSet rs = ps.executeQuery()) {
+        assertThat(rs.next()).as("the row of %s", key).isTrue();
+      }
+    }
+    return c;
+  }
+
+  private static void rollBack(Connection holder) {
+    try (holder) {
+      holder.rollback();
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Sessions of this server waiting for a lock on the test's table. */
   private static int sessionsWaitingForTheLock() {
     try (Connection c = pool.getConnection(); Statement s = c.createStatement();

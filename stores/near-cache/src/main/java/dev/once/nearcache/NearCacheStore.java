@@ -347,6 +347,21 @@ public final class NearCacheStore implements IdempotencyStore {
   @Override
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
       Duration retention) {
+    return completeAll(completions, now, retention,
+        () -> store.completeAll(completions, now, retention));
+  }
+
+  /** As {@link #completeAll(List, Instant, Duration)}, the store bounding its wait as asked. */
+  @Override
+  public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention, Duration lockWait) {
+    Objects.requireNonNull(lockWait, "lockWait");
+    return completeAll(completions, now, retention,
+        () -> store.completeAll(completions, now, retention, lockWait));
+  }
+
+  private Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention, java.util.function.Supplier<Set<IdempotencyKey>> storeCompleteAll) {
     Completion.checkBatch(completions, store.maxPayloadBytes());
     Objects.requireNonNull(now, "now");
     Objects.requireNonNull(retention, "retention");
@@ -355,7 +370,7 @@ public final class NearCacheStore implements IdempotencyStore {
     for (Completion c : completions) {
       ownClaims.completing(c.key(), c.token(), bound);
     }
-    Set<IdempotencyKey> lost = store.completeAll(completions, now, retention);
+    Set<IdempotencyKey> lost = storeCompleteAll.get();
     for (Completion c : completions) {
       if (lost.contains(c.key())) {
         ownClaims.forget(c.key(), c.token());

@@ -94,6 +94,16 @@ final class CountingStore implements IdempotencyStore {
     }
   }
 
+  /** The lock wait of the last {@code completeAll} that had one. */
+  volatile Duration lastCompletionLockWait;
+
+  @Override
+  public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
+      Duration retention, Duration lockWait) {
+    lastCompletionLockWait = lockWait;
+    return store.completeAll(completions, now, retention, lockWait);
+  }
+
   @Override
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
       Duration retention) {

@@ -499,6 +499,20 @@ class NearCacheStoreTest {
   }
 
   @Test
+  void aBatchCompletionsLockWaitReachesTheStoreAndWhatItStoresIsLearned() {
+    IdempotencyKey key = newKey();
+    long token = ((Claim.Acquired) cache.claim(request(key, FP))).token();
+
+    assertThat(cache.completeAll(List.of(new Completion(key, token, text("done"))),
+        clock.instant(), RETENTION, Duration.ofMillis(50))).isEmpty();
+
+    assertThat(counted.lastCompletionLockWait).isEqualTo(Duration.ofMillis(50));
+    int claims = counted.claims.get();
+    assertThat(cache.claim(request(key, FP))).isEqualTo(new Claim.Replay(text("done"), token));
+    assertThat(counted.claims).as("answered from memory").hasValue(claims);
+  }
+
+  @Test
   void inABatchAKeyOnceSentToTheStoreIsDecidedThereForTheRestOfTheBatch() {
     IdempotencyKey key = newKey();
     completed(cache, key, text("done"));

@@ -394,8 +394,14 @@ public abstract class Dialect {
   /**
    * Runs {@code body} in one transaction on {@code c} (which is in autocommit mode), commits, and
    * rolls back if anything fails. A failed commit throws: nothing is reported done that was not.
+   * On a connection already in a transaction of this store's (a batch bounded by a lock wait,
+   * which the dialect's batch runs inside), {@code body} joins it: its owner commits or rolls
+   * back.
    */
   <T> T inTransaction(Connection c, SqlWork<T> body) throws SQLException {
+    if (!c.getAutoCommit()) {
+      return body.run();
+    }
     c.setAutoCommit(false);
     T result;
     try {
@@ -443,6 +449,30 @@ public abstract class Dialect {
    * with the transaction.
    */
   void endLockWait(Connection c) throws SQLException {}
+
+  /**
+   * Whether {@link #completeAllWithin} bounds its wait for rows in its one statement, with no
+   * transaction around it (else the engine runs {@link #completeAll} in one with
+   * {@link #limitLockWait}). Only where {@link #canLimitLockWait}.
+   */
+  boolean limitsLockWaitInStatement() {
+    return false;
+  }
+
+  /** What a wait of {@code wait} comes to in this database's granularity. */
+  java.time.Duration lockWaitBound(java.time.Duration wait) {
+    return wait;
+  }
+
+  /**
+   * {@link #completeAll}, waiting at most {@code wait} for a row another transaction holds; then
+   * it fails with an error {@link #isLockWaitTimeout} recognises, having stored nothing. Only
+   * where {@link #limitsLockWaitInStatement}.
+   */
+  Set<IdempotencyKey> completeAllWithin(Connection c, List<Completion> sorted, long nowMicros,
+      long expiresAtMicros, java.time.Duration wait) throws SQLException {
+    throw new UnsupportedOperationException("no lock wait in one statement here");
+  }
 
   /** Whether {@code e} is a lock wait that {@link #limitLockWait}'s bound ended. */
   boolean isLockWaitTimeout(SQLException e) {

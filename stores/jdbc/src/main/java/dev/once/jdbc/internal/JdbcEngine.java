@@ -160,9 +160,7 @@ public final class JdbcEngine {
    */
   public List<Claim> claimAll(List<ClaimRequest> requests, java.time.Duration lockWait) {
     Objects.requireNonNull(requests, "requests");
-    if (lockWait != null && (lockWait.isNegative() || lockWait.isZero())) {
-      throw new IllegalArgumentException("lockWait must be positive, was " + lockWait);
-    }
+    checkLockWait(lockWait);
     if (requests.isEmpty()) {
       return List.of();
     }
@@ -187,34 +185,58 @@ public final class JdbcEngine {
       if (!boundedWait) {
         return dialect.inTransaction(c, () -> batch(c, normalized, known));
       }
-      java.time.Duration[] bound = {lockWait};
-      boolean[] limited = {false};
-      try {
-        return dialect.inTransaction(c, () -> {
-          bound[0] = dialect.limitLockWait(c, lockWait);
-          limited[0] = true;
-          List<Claim> claims = batch(c, normalized, known);
-          // In the transaction: if the session's own wait cannot be put back, nothing is claimed.
-          dialect.endLockWait(c);
-          limited[0] = false;
-          return claims;
-        });
-      } catch (SQLException | RuntimeException | Error e) {
-        if (limited[0]) {
-          try {
-            dialect.endLockWait(c); // after the rollback, in autocommit
-          } catch (SQLException | RuntimeException notPutBack) {
-            e.addSuppressed(notPutBack);
-          }
-        }
-        if (!(e instanceof SQLException sql) || !dialect.isLockWaitTimeout(sql)) {
-          throw e;
-        }
-        throw new StoreUnavailableException("claimAll of " + normalized.size() + " keys gave up"
-            + " after waiting " + bound[0].toMillis() + " ms for a row another transaction holds;"
-            + " nothing was claimed [" + describe(sql) + "]", sql, false);
-      }
+      return boundedLockWait(c, lockWait, () -> batch(c, normalized, known),
+          () -> "claimAll of " + normalized.size() + " keys", "claimed");
     });
+  }
+
+  /**
+   * {@code body} in a transaction that waits at most {@code lockWait} for a row another
+   * transaction holds ({@link Dialect#limitLockWait}); one that gave up is rolled back and
+   * becomes StoreUnavailableException, not retried and not applied. The session's own lock wait
+   * is put back as the transaction's last statement (if it cannot be, nothing is written), and
+   * again after a rollback.
+   */
+  private <T> T boundedLockWait(Connection c, java.time.Duration lockWait,
+      SqlWork<T> body, Supplier<String> what, String done) throws SQLException {
+    java.time.Duration[] bound = {lockWait};
+    boolean[] limited = {false};
+    try {
+      return dialect.inTransaction(c, () -> {
+        bound[0] = dialect.limitLockWait(c, lockWait);
+        limited[0] = true;
+        T answer = body.run();
+        dialect.endLockWait(c);
+        limited[0] = false;
+        return answer;
+      });
+    } catch (SQLException | RuntimeException | Error e) {
+      if (limited[0]) {
+        try {
+          dialect.endLockWait(c); // after the rollback, in autocommit
+        } catch (SQLException | RuntimeException notPutBack) {
+          e.addSuppressed(notPutBack);
+        }
+      }
+      if (e instanceof SQLException sql) {
+        throw gaveUpOr(sql, bound[0], what, done);
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * {@code e} as it is, unless it is a lock wait that ran out: then StoreUnavailableException,
+   * not retried and not applied (the statement or transaction that waited was rolled back).
+   */
+  private SQLException gaveUpOr(SQLException e, java.time.Duration bound, Supplier<String> what,
+      String done) {
+    if (!dialect.isLockWaitTimeout(e)) {
+      return e;
+    }
+    throw new StoreUnavailableException(what.get() + " gave up after waiting "
+        + bound.toMillis() + " ms for a row another transaction holds; nothing was "
+        + done + " [" + describe(e) + "]", e, false);
   }
 
   /**
@@ -406,18 +428,40 @@ public final class JdbcEngine {
    * @return the keys whose lease was lost, in request order
    */
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
-      Duration retention, int maxPayloadBytes) {
+      Duration retention, int maxPayloadBytes, Duration lockWait) {
     Completion.checkBatch(completions, maxPayloadBytes);
     Objects.requireNonNull(retention, "retention");
+    checkLockWait(lockWait);
     long at = micros(now);
     if (completions.isEmpty()) {
       return Set.of();
     }
     long expiresAt = EpochMicros.of(EpochMicros.floor(now).plus(EpochMicros.floor(retention)));
     List<Completion> sorted = byKey(completions, Completion::key);
-    Set<IdempotencyKey> lost = run(() -> "completeAll of " + sorted.size() + " keys",
-        c -> () -> dialect.completeAll(c, sorted, at, expiresAt));
+    Supplier<String> what = () -> "completeAll of " + sorted.size() + " keys";
+    boolean boundedWait = lockWait != null && dialect.canLimitLockWait();
+    Set<IdempotencyKey> lost = run(what, c -> () -> {
+      if (!boundedWait) {
+        return dialect.completeAll(c, sorted, at, expiresAt);
+      }
+      if (!dialect.limitsLockWaitInStatement()) {
+        return boundedLockWait(c, lockWait,
+            () -> dialect.completeAll(c, sorted, at, expiresAt), what, "stored");
+      }
+      try {
+        return dialect.completeAllWithin(c, sorted, at, expiresAt, lockWait);
+      } catch (SQLException e) {
+        throw gaveUpOr(e, dialect.lockWaitBound(lockWait), what, "stored");
+      }
+    });
     return inRequestOrder(lost, completions, Completion::key);
+  }
+
+  /** A lock wait is positive where there is one (null: the batch waits). */
+  private static void checkLockWait(Duration lockWait) {
+    if (lockWait != null && (lockWait.isNegative() || lockWait.isZero())) {
+      throw new IllegalArgumentException("lockWait must be positive, was " + lockWait);
+    }
   }
 
   /** {@code requests} sorted by key: concurrent batches lock rows in the same order. */

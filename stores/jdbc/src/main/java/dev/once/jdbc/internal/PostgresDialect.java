@@ -35,6 +35,7 @@ final class PostgresDialect extends Dialect {
   private final String lockAllSql;
   private final String readAllSql;
   private final String completeAllSql;
+  private final String completeAllWithinSql;
   private final String extendAllSql;
   private final String purgeSql;
   private final String reapSql;
@@ -67,6 +68,12 @@ final class PostgresDialect extends Dialect {
         + " WHERE r.scope = v.scope AND r.tenant = v.tenant AND r.idem_key = v.idem_key"
         + " AND r.token = v.token AND r.status = 'IN_PROGRESS'"
         + " RETURNING r.scope, r.tenant, r.idem_key";
+    // The same, waiting at most the first parameter (ms) for a row another transaction holds:
+    // set_config is transaction-local, and the statement is its own transaction (autocommit), so
+    // the setting goes with it. The UPDATE joins lt, so it is set before any row can be waited
+    // for; no round trip is added, where SET LOCAL would need a transaction of three.
+    completeAllWithinSql = "WITH lt AS MATERIALIZED (SELECT set_config('lock_timeout', ?, true)"
+        + " AS ours) " + completeAllSql.replace(" FROM unnest(", " FROM lt, unnest(");
     // One statement for a batch heartbeat: each row extended only if IN_PROGRESS under its token.
     extendAllSql = "UPDATE " + t + " AS r SET lease_until = ?, updated_at = ?,"
         + " expires_at = GREATEST(r.expires_at, ?)"
@@ -151,12 +158,21 @@ final class PostgresDialect extends Dialect {
   java.time.Duration limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
     // Transaction-local: gone with the commit or the rollback. lock_timeout 0 would mean forever,
     // and it takes at most INT_MAX ms (a longer wait is that one, not an error for every batch).
-    long millis = wait.compareTo(LONGEST_LOCK_TIMEOUT) >= 0 ? Integer.MAX_VALUE
-        : Math.max(1, wait.toMillis());
+    long millis = lockTimeoutMillis(wait);
     try (Statement s = c.createStatement()) {
       s.execute("SET LOCAL lock_timeout = " + millis);
     }
     return java.time.Duration.ofMillis(millis);
+  }
+
+  @Override
+  java.time.Duration lockWaitBound(java.time.Duration wait) {
+    return java.time.Duration.ofMillis(lockTimeoutMillis(wait));
+  }
+
+  private static long lockTimeoutMillis(java.time.Duration wait) {
+    return wait.compareTo(LONGEST_LOCK_TIMEOUT) >= 0 ? Integer.MAX_VALUE
+        : Math.max(1, wait.toMillis());
   }
 
   @Override
@@ -303,6 +319,24 @@ final class PostgresDialect extends Dialect {
   @Override
   Set<IdempotencyKey> completeAll(Connection c, List<Completion> sorted, long nowMicros,
       long expiresAtMicros) throws SQLException {
+    return completeAll(c, sorted, nowMicros, expiresAtMicros, 0);
+  }
+
+  @Override
+  boolean limitsLockWaitInStatement() {
+    return true;
+  }
+
+  /** As {@link #completeAll}, the one statement waiting at most {@code wait} for a held row. */
+  @Override
+  Set<IdempotencyKey> completeAllWithin(Connection c, List<Completion> sorted, long nowMicros,
+      long expiresAtMicros, java.time.Duration wait) throws SQLException {
+    return completeAll(c, sorted, nowMicros, expiresAtMicros, lockTimeoutMillis(wait));
+  }
+
+  /** {@code lockTimeoutMillis} 0: waits for held rows, else at most that long. */
+  private Set<IdempotencyKey> completeAll(Connection c, List<Completion> sorted, long nowMicros,
+      long expiresAtMicros, long lockTimeoutMillis) throws SQLException {
     int n = sorted.size();
     String[] kinds = new String[n];
     String[] mediaTypes = new String[n];
@@ -315,15 +349,21 @@ final class PostgresDialect extends Dialect {
     }
     KeyArrays owned = KeyArrays.of(sorted, Completion::key, Completion::token);
     Set<IdempotencyKey> lost = owned.keySet();
-    try (PreparedStatement ps = c.prepareStatement(completeAllSql)) {
+    boolean within = lockTimeoutMillis > 0;
+    try (PreparedStatement ps =
+        c.prepareStatement(within ? completeAllWithinSql : completeAllSql)) {
       planEachTime(ps);
-      ps.setLong(1, nowMicros);
-      ps.setLong(2, expiresAtMicros);
-      ps.setLong(3, expiresAtMicros);
-      owned.bind(c, ps, 4);
-      ps.setArray(8, c.createArrayOf("text", kinds));
-      ps.setArray(9, c.createArrayOf("text", mediaTypes));
-      ps.setArray(10, c.createArrayOf("bytea", bodies));
+      int i = 1;
+      if (within) {
+        ps.setString(i++, Long.toString(lockTimeoutMillis));
+      }
+      ps.setLong(i++, nowMicros);
+      ps.setLong(i++, expiresAtMicros);
+      ps.setLong(i++, expiresAtMicros);
+      owned.bind(c, ps, i);
+      ps.setArray(i + 4, c.createArrayOf("text", kinds));
+      ps.setArray(i + 5, c.createArrayOf("text", mediaTypes));
+      ps.setArray(i + 6, c.createArrayOf("bytea", bodies));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           lost.remove(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));

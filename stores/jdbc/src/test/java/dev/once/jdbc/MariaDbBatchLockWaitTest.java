@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * Before, a batch claim on MariaDB waited for a held row with all its callers.
  */
 @Tag("mariadb")
-class MariaDbBatchClaimLockWaitTest extends BatchClaimLockWaitContract {
+class MariaDbBatchLockWaitTest extends BatchLockWaitContract {
 
   @Override
   HikariConfig database() {

@@ -11,13 +11,21 @@ import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
+import dev.once.spi.Completion;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.Outcome;
+import dev.once.spi.Status;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -34,14 +42,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
 /**
- * {@code claimAll(requests, lockWait)} on a database whose batch claim can bound its wait for a
- * held row: a batch that meets a row another transaction holds gives up after the lock wait (in
- * the database's granularity), rolled back, at once and on one connection (not retried), holding
- * nothing; a batch that meets none claims as {@code claimAll} does, and leaves the connection's
- * own lock wait as it found it.
+ * {@code claimAll(requests, lockWait)} and {@code completeAll(completions, now, retention,
+ * lockWait)} on a database whose batches can bound their wait for a held row: a batch that meets
+ * a row another transaction holds gives up after the lock wait (in the database's granularity),
+ * rolled back, at once and on one connection (not retried), holding or storing nothing; a batch
+ * that meets none claims or stores as the batch without a bound does, and leaves the
+ * connection's own lock wait as it found it.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class BatchClaimLockWaitContract {
+abstract class BatchLockWaitContract {
 
   static final Fingerprint FP = Fingerprint.of("lock-wait");
   static final Duration LOCK_WAIT = Duration.ofMillis(100);
@@ -218,6 +227,103 @@ abstract class BatchClaimLockWaitContract {
         .isInstanceOf(NullPointerException.class);
     assertThat(store.find(key("e"))).isEmpty();
     assertThat(store.find(key("f"))).isEmpty();
+  }
+
+  /**
+   * A batch completion that meets a row another transaction holds (a TransactionalOnce duplicate
+   * of a key in progress holds it until its caller's transaction ends) waited for it, with every
+   * caller of a coalesced batch; it now gives up as a batch claim does, storing nothing.
+   */
+  @Test
+  void aBatchCompletionThatMeetsAHeldRowGivesUpAfterTheLockWaitAtOnceAndStoresNothing()
+      throws Exception {
+    JdbcStore store = store();
+    List<Completion> completions = completionsOf(store, "done-a", "done-held", "done-b");
+    try (Connection holder = pool().getConnection()) {
+      holdRow(holder, key("done-held"));
+      int before = connectionsTaken.get();
+
+      Future<Set<IdempotencyKey>> batch = threads.submit(() ->
+          store.completeAll(completions, Instant.now(), Duration.ofHours(1), LOCK_WAIT));
+
+      assertThat(batch).as("gives up, not waits for the holder")
+          .failsWithin(10, TimeUnit.SECONDS).withThrowableThat().havingCause()
+          .isInstanceOf(StoreUnavailableException.class)
+          .withMessageContaining("completeAll of 3 keys gave up after waiting "
+              + boundInMessage() + " for a row another transaction holds; nothing was stored")
+          .satisfies(e -> assertThat(((StoreUnavailableException) e).mayHaveBeenApplied())
+              .isFalse());
+      assertThat(connectionsTaken.get() - before).as("one attempt, not retried").isEqualTo(1);
+      for (Completion c : completions) {
+        assertThat(store.find(c.key())).as("rolled back: %s", c.key()).get()
+            .extracting(IdempotencyRecord::status).isEqualTo(Status.IN_PROGRESS);
+      }
+      holder.rollback();
+    }
+    assertThat(lockWaitOfEveryPooledConnection()).as("the give-up left no lock wait behind")
+        .isEqualTo(defaultLockWait());
+    assertThat(store.completeAll(completions, Instant.now(), Duration.ofHours(1), LOCK_WAIT))
+        .as("no lease lost").isEmpty();
+    for (Completion c : completions) {
+      assertThat(store.find(c.key())).get().extracting(IdempotencyRecord::status)
+          .isEqualTo(Status.COMPLETED);
+    }
+  }
+
+  @Test
+  void aBatchCompletionThatMeetsNoHeldRowStoresAndLeavesTheSessionsLockWaitAsItWas()
+      throws Exception {
+    JdbcStore store = store();
+    String before = lockWaitOfEveryPooledConnection();
+    List<Completion> completions = completionsOf(store, "free-a", "free-b");
+    Completion lost = new Completion(key("free-never-claimed"), 1, completions.get(0).outcome());
+    List<Completion> batch = List.of(completions.get(0), lost, completions.get(1));
+
+    assertThat(store.completeAll(batch, Instant.now(), Duration.ofHours(1), LOCK_WAIT))
+        .containsExactly(lost.key());
+    assertThat(store.completeAll(completions, Instant.now(), Duration.ofHours(1), LOCK_WAIT))
+        .as("a re-sent completion is recognised").isEmpty();
+    assertThat(lockWaitOfEveryPooledConnection()).isEqualTo(before).isEqualTo(defaultLockWait());
+  }
+
+  @Test
+  void aBatchCompletionsLockWaitThatIsNotPositiveIsRefusedAndNothingIsStored() {
+    JdbcStore store = store();
+    List<Completion> completions = completionsOf(store, "refused-a", "refused-b");
+    for (Duration wait : List.of(Duration.ZERO, Duration.ofMillis(-1))) {
+      assertThatThrownBy(() -> store.completeAll(completions, Instant.now(), Duration.ofHours(1),
+          wait)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lockWait");
+    }
+    assertThatThrownBy(() -> store.completeAll(completions, Instant.now(), Duration.ofHours(1),
+        null)).isInstanceOf(NullPointerException.class);
+    for (Completion c : completions) {
+      assertThat(store.find(c.key())).get().extracting(IdempotencyRecord::status)
+          .isEqualTo(Status.IN_PROGRESS);
+    }
+  }
+
+  /** Claims each key and answers a completion of it under its token. */
+  List<Completion> completionsOf(JdbcStore store, String... keys) {
+    List<Completion> completions = new java.util.ArrayList<>();
+    for (String k : keys) {
+      Claim.Acquired acquired = (Claim.Acquired) store.claim(request(key(k)));
+      completions.add(new Completion(key(k), acquired.token(),
+          Outcome.success("text/plain", ("done " + k).getBytes(StandardCharsets.UTF_8))));
+    }
+    return completions;
+  }
+
+  /** Locks {@code key}'s row in a transaction of {@code holder}, until it rolls back. */
+  void holdRow(Connection holder, IdempotencyKey key) throws Exception {
+    holder.setAutoCommit(false);
+    try (PreparedStatement ps = holder.prepareStatement("SELECT idem_key FROM " + table
+        + " WHERE scope = ? AND idem_key = ? FOR UPDATE")) {
+      ps.setString(1, key.scope());
+      ps.setString(2, key.key());
+      try (ResultSet rs = ps.executeQuery()) {
+        assertThat(rs.next()).as("the row of %s", key).isTrue();
+      }
+    }
   }
 
   /** The lock wait as each of the pool's connections has it (both taken at once). */

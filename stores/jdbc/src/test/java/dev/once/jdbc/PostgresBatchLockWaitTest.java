@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /** The batch claim's bounded wait on PostgreSQL: {@code SET LOCAL lock_timeout}, in milliseconds. */
 @Tag("postgres")
-class PostgresBatchClaimLockWaitTest extends BatchClaimLockWaitContract {
+class PostgresBatchLockWaitTest extends BatchLockWaitContract {
 
   @Override
   HikariConfig database() {
