@@ -179,11 +179,14 @@ final class Coalescer<Q, R> {
     return Math.min(callsAlone, slots() + escaped);
   }
 
-  /** The ticker, or {@link #NO_TIME} if it threw: a user's ticker must not break a call. */
+  /**
+   * The ticker, or {@link #NO_TIME} if it threw anything, an Error too: a user's ticker must not
+   * break a call, and it is read with the lock held, which a throw would leave held for good.
+   */
   private long tick() {
     try {
       return ticker.getAsLong();
-    } catch (RuntimeException e) {
+    } catch (Throwable e) {
       return NO_TIME;
     }
   }

@@ -211,8 +211,9 @@ public interface IdempotencyStore extends AutoCloseable {
    * completions one by one than have all of them wait for one key: a store that waits for a row
    * another transaction holds (a database's row lock; a {@code TransactionalOnce} duplicate of a
    * key in progress holds it until its transaction ends) may give up once it has waited
-   * {@code lockWait} for one, throwing {@link StoreUnavailableException} with nothing of the
-   * batch stored, at once and not retried. Once's coalesced completions call it, and on that
+   * {@code lockWait} for one (a store whose statements are sent together may wait that long for
+   * each held row), throwing {@link StoreUnavailableException} with nothing of the batch stored,
+   * not retried. Once's coalesced completions call it, and on that
    * failure make each completion alone, each on its caller's thread: only the key whose row is
    * held waits. Stores that do not wait for each other's rows need not override it; the default
    * is {@link #completeAll(List, Instant, Duration)}, which waits.

@@ -491,6 +491,37 @@ class CoalescerTest {
   }
 
   /**
+   * As above, with an Error: the ticker is read for a caller that queues while the coalescer's
+   * lock is held, and an Error there left the lock held for good, so the call in flight could not
+   * hand over and every later caller waited (found by review).
+   */
+  @Test
+  void aTickerThatThrowsAnErrorLeavesNoCallerWaiting() throws Exception {
+    java.util.concurrent.atomic.AtomicBoolean throwing =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    Coalescer<String, String> coalescer = new Coalescer<>(8, 1, 1, new Coalescer.Demand(), () -> {
+      if (throwing.get()) {
+        throw new AssertionError("the ticker failed");
+      }
+      return 0L;
+    }, TimeUnit.MILLISECONDS.toNanos(5), this::holding, this::many);
+    Future<String> stuck = callHeld(coalescer, "hold-stuck");
+    Future<String> queued;
+    try {
+      throwing.set(true);
+      queued = threads.submit(() -> coalescer.call("x"));
+      waitUntilQueued(coalescer, 1);
+    } finally {
+      release("hold-stuck");
+    }
+
+    assertThat(stuck.get(10, TimeUnit.SECONDS)).isEqualTo("HOLD-STUCK");
+    assertThat(queued.get(10, TimeUnit.SECONDS)).isEqualTo("X");
+    assertThat(threads.submit(() -> coalescer.call("y")).get(10, TimeUnit.SECONDS))
+        .isEqualTo("Y");
+  }
+
+  /**
    * Escapes, admits and hand-overs racing (written by the review): two sibling coalescers sharing
    * a demand, an escape time of 300 µs on the real ticker so that escapes happen all the time,
    * store calls that now and then stall for a few milliseconds. Each request runs exactly once

@@ -272,14 +272,18 @@ public final class JdbcStore implements IdempotencyStore {
   }
 
   /**
-   * As {@link #completeAll(List, Instant, Duration)}; on PostgreSQL and MariaDB the batch runs
-   * in a transaction that waits at most {@code lockWait} for any row another transaction holds
-   * (a {@link TransactionalOnce} duplicate of a key in progress holds it until its transaction
-   * ends), then rolls back and throws {@link dev.once.StoreUnavailableException} at once, without
-   * retrying, with nothing stored. The bound is set as for
-   * {@link #claimAll(List, java.time.Duration)}; on PostgreSQL it costs two round trips more per
-   * batch than the one statement. SQLite waits as {@link #completeAll(List, Instant, Duration)}
-   * does.
+   * As {@link #completeAll(List, Instant, Duration)}, waiting at most {@code lockWait} for a row
+   * another transaction holds (a {@link TransactionalOnce} duplicate of a key in progress holds
+   * it until its caller's transaction ends), then throwing
+   * {@link dev.once.StoreUnavailableException} without retrying, with nothing stored. On
+   * PostgreSQL the batch's one {@code UPDATE} is preceded by
+   * {@code SELECT set_config('lock_timeout', …, true)}, sent with it in one round trip and one
+   * implicit transaction, so a table lock is bounded too and the session's own setting is back
+   * after it. On MariaDB the batch runs in a transaction under the session's
+   * {@code innodb_lock_wait_timeout}, in whole seconds, as for
+   * {@link #claimAll(List, java.time.Duration)}; its statements are sent together, so each held
+   * row is waited for that long: a batch that meets {@code k} held rows gives up after
+   * {@code k} seconds. SQLite waits as {@link #completeAll(List, Instant, Duration)} does.
    */
   @Override
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,

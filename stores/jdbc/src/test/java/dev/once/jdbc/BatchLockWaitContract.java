@@ -81,6 +81,16 @@ abstract class BatchLockWaitContract {
     pool.close();
   }
 
+  /** Threads for calls that may wait, stopped after each test. */
+  ExecutorService threads() {
+    return threads;
+  }
+
+  /** The table the tests share. */
+  String table() {
+    return table;
+  }
+
   /** The pool of two connections the tests share (the holder's and the batch's). */
   HikariDataSource pool() {
     return pool;

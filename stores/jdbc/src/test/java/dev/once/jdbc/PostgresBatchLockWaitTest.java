@@ -3,13 +3,20 @@ package dev.once.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariConfig;
+import dev.once.IdempotencyKey;
+import dev.once.StoreUnavailableException;
 import dev.once.spi.Claim;
+import dev.once.spi.Completion;
 import dev.once.testkit.TestPostgres;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -45,6 +52,38 @@ class PostgresBatchLockWaitTest extends BatchLockWaitContract {
   @Override
   String defaultLockWait() {
     return "0";
+  }
+
+  /**
+   * A table lock (what a plain {@code CREATE INDEX} takes, or {@code LOCK TABLE … IN SHARE MODE})
+   * is waited for when the statement is parsed. The batch completion used to set its bound in a
+   * CTE of the UPDATE, which ran only after that wait, so it waited without bound where a batch
+   * claim gave up (found by review).
+   */
+  @Test
+  void batchesBehindATableLockGiveUpToo() throws Exception {
+    JdbcStore store = store();
+    List<Completion> completions = completionsOf(store, "table-a", "table-b");
+    try (Connection holder = pool().getConnection()) {
+      holder.setAutoCommit(false);
+      try (Statement s = holder.createStatement()) {
+        s.execute("LOCK TABLE " + table() + " IN SHARE MODE");
+      }
+      Future<Set<IdempotencyKey>> completing = threads().submit(() ->
+          store.completeAll(completions, Instant.now(), Duration.ofHours(1), LOCK_WAIT));
+      assertThat(completing).failsWithin(10, TimeUnit.SECONDS).withThrowableThat()
+          .havingCause().isInstanceOf(StoreUnavailableException.class)
+          .withMessageContaining("gave up after waiting 100 ms");
+      Future<List<Claim>> claiming = threads().submit(() ->
+          store.claimAll(List.of(request(key("table-c")), request(key("table-d"))), LOCK_WAIT));
+      assertThat(claiming).failsWithin(10, TimeUnit.SECONDS).withThrowableThat()
+          .havingCause().isInstanceOf(StoreUnavailableException.class)
+          .withMessageContaining("gave up after waiting 100 ms");
+      holder.rollback();
+    }
+    assertThat(lockWaitOfEveryPooledConnection()).isEqualTo("0");
+    assertThat(store.completeAll(completions, Instant.now(), Duration.ofHours(1), LOCK_WAIT))
+        .isEmpty();
   }
 
   /**

@@ -68,12 +68,13 @@ final class PostgresDialect extends Dialect {
         + " WHERE r.scope = v.scope AND r.tenant = v.tenant AND r.idem_key = v.idem_key"
         + " AND r.token = v.token AND r.status = 'IN_PROGRESS'"
         + " RETURNING r.scope, r.tenant, r.idem_key";
-    // The same, waiting at most the first parameter (ms) for a row another transaction holds:
-    // set_config is transaction-local, and the statement is its own transaction (autocommit), so
-    // the setting goes with it. The UPDATE joins lt, so it is set before any row can be waited
-    // for; no round trip is added, where SET LOCAL would need a transaction of three.
-    completeAllWithinSql = "WITH lt AS MATERIALIZED (SELECT set_config('lock_timeout', ?, true)"
-        + " AS ours) " + completeAllSql.replace(" FROM unnest(", " FROM lt, unnest(");
+    // The same, waiting at most the first parameter (ms) for a lock another transaction holds:
+    // two statements that pgjdbc sends with one Sync, so in autocommit they are one implicit
+    // transaction and one round trip. set_config is transaction-local, so the setting goes with
+    // that transaction; it runs before the UPDATE is even parsed, which takes the table's lock (a
+    // CTE inside the UPDATE was set too late for a table lock, found by review). SET LOCAL would
+    // need an explicit transaction: three round trips.
+    completeAllWithinSql = "SELECT set_config('lock_timeout', ?, true); " + completeAllSql;
     // One statement for a batch heartbeat: each row extended only if IN_PROGRESS under its token.
     extendAllSql = "UPDATE " + t + " AS r SET lease_until = ?, updated_at = ?,"
         + " expires_at = GREATEST(r.expires_at, ?)"
@@ -364,7 +365,7 @@ final class PostgresDialect extends Dialect {
       ps.setArray(i + 4, c.createArrayOf("text", kinds));
       ps.setArray(i + 5, c.createArrayOf("text", mediaTypes));
       ps.setArray(i + 6, c.createArrayOf("bytea", bodies));
-      try (ResultSet rs = ps.executeQuery()) {
+      try (ResultSet rs = within ? secondResults(ps) : ps.executeQuery()) {
         while (rs.next()) {
           lost.remove(new IdempotencyKey(rs.getString(1), rs.getString(2), rs.getString(3)));
         }
@@ -379,6 +380,15 @@ final class PostgresDialect extends Dialect {
       }
     }
     return lost;
+  }
+
+  /** Runs {@code ps}, two statements, and answers the second's rows. */
+  private static ResultSet secondResults(PreparedStatement ps) throws SQLException {
+    ps.execute();
+    if (!ps.getMoreResults()) {
+      throw new SQLException("the driver answered no rows for the second statement");
+    }
+    return ps.getResultSet();
   }
 
   /** One {@code UPDATE … FROM unnest(…) RETURNING} in autocommit: one round trip. */
