@@ -5,6 +5,7 @@ import dev.once.IdempotencyKey;
 import dev.once.StoreUnavailableException;
 import dev.once.support.Checks;
 import dev.once.redis.internal.KeyLayout;
+import dev.once.redis.internal.RecordFormat;
 import dev.once.redis.internal.RedisAccess;
 import dev.once.redis.internal.RedisConnector;
 import dev.once.redis.internal.RedisEngine;
@@ -327,6 +328,7 @@ public final class RedisStore implements IdempotencyStore {
 
   @Override
   public Claim claim(ClaimRequest request) {
+    checkTimes(request);
     return engine.claim(request);
   }
 
@@ -340,6 +342,11 @@ public final class RedisStore implements IdempotencyStore {
    */
   @Override
   public CompletionStage<Claim> claimAsync(ClaimRequest request, Executor blocking) {
+    try {
+      checkTimes(request);
+    } catch (IllegalArgumentException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     return engine.claimAsync(request, blocking);
   }
 
@@ -354,6 +361,9 @@ public final class RedisStore implements IdempotencyStore {
    */
   @Override
   public List<Claim> claimAll(List<ClaimRequest> requests) {
+    for (ClaimRequest request : requests) {
+      checkTimes(request);
+    }
     return engine.claimAll(requests);
   }
 
@@ -366,6 +376,7 @@ public final class RedisStore implements IdempotencyStore {
   @Override
   public Set<IdempotencyKey> completeAll(List<Completion> completions, Instant now,
       Duration retention) {
+    checkTimes(now, retention);
     return engine.completeAll(completions, now, retention);
   }
 
@@ -377,39 +388,50 @@ public final class RedisStore implements IdempotencyStore {
   @Override
   public CompletionStage<Void> completeAsync(IdempotencyKey key, long token, Outcome outcome,
       Instant now, Duration retention, Executor blocking) {
+    try {
+      checkTimes(now, retention);
+    } catch (IllegalArgumentException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     return engine.completeAsync(key, token, outcome, now, retention, blocking);
   }
 
   @Override
   public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
       Duration retention) {
+    checkTimes(now, retention);
     engine.complete(key, token, outcome, now, retention);
   }
 
   @Override
   public void fail(IdempotencyKey key, long token, String error, Instant now, Duration retention) {
+    checkTimes(now, retention);
     engine.fail(key, token, error, now, retention);
   }
 
   /** The extensions pipelined: one round trip. */
   @Override
   public Set<IdempotencyKey> extendAll(List<HeldClaim> claims, Instant now, Duration lease) {
+    checkTimes(now, lease);
     return engine.extendAll(claims, now, lease);
   }
 
   @Override
   public void release(IdempotencyKey key, long token, String reason, Instant now,
       Duration retention) {
+    checkTimes(now, retention);
     engine.release(key, token, reason, now, retention);
   }
 
   @Override
   public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+    checkTimes(now, lease);
     return engine.extend(key, token, now, lease);
   }
 
   @Override
   public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+    checkTimes(now, Duration.ZERO);
     engine.checkpoint(key, token, checkpoint, now);
   }
 
@@ -427,6 +449,22 @@ public final class RedisStore implements IdempotencyStore {
   @Override
   public int reapExpiredLeases(Instant now, int limit) {
     return engine.reapExpiredLeases(now, limit);
+  }
+
+  /**
+   * Refuses, before anything is sent, times a record cannot hold (1970 to the year 2255: Lua
+   * compares them exactly only that far). Encoded inside a command's send, such a time failed
+   * the call as StoreUnavailableException, retryable and perhaps applied.
+   */
+  private static void checkTimes(ClaimRequest request) {
+    Objects.requireNonNull(request, "request");
+    checkTimes(request.now(), Duration.between(request.now(), request.expiresAt()));
+  }
+
+  private static void checkTimes(Instant now, Duration duration) {
+    Objects.requireNonNull(now, "now");
+    Objects.requireNonNull(duration, "duration");
+    RecordFormat.checkTimes(now, duration);
   }
 
   @Override

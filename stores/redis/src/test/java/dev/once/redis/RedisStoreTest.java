@@ -552,6 +552,55 @@ class RedisStoreTest {
     }
   }
 
+  /**
+   * Records keep times that Lua compares exactly, up to the year 2255. A retention reaching past
+   * it (a "keep it forever" of 300 years) used to fail every call as StoreUnavailableException,
+   * retryable and marked "may have been applied", so a consumer would have had it delivered again
+   * for good (found by review). It is bad input: IllegalArgumentException, before anything is
+   * sent, nothing stored, and the work never runs.
+   */
+  @Test
+  void aRetentionPastTheYear2255IsRefusedAsBadInputWithNothingStored() {
+    Duration forever = Duration.ofDays(300 * 366);
+    IdempotencyKey key = IdempotencyKey.of("forever", "k");
+    ClaimRequest request = new ClaimRequest(key, FP, clock.instant(), LEASE, forever);
+
+    assertThatThrownBy(() -> store.claim(request)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("outside what the Redis store can hold");
+    assertThatThrownBy(() -> store.claimAll(List.of(request(IdempotencyKey.of("forever", "a")),
+        request))).isInstanceOf(IllegalArgumentException.class);
+    assertThat(store.claimAsync(request, Runnable::run).toCompletableFuture())
+        .failsWithin(java.time.Duration.ofSeconds(10)).withThrowableThat()
+        .withCauseInstanceOf(IllegalArgumentException.class);
+    assertThat(store.find(key)).isEmpty();
+    assertThat(store.find(IdempotencyKey.of("forever", "a"))).isEmpty();
+
+    long token = ((Claim.Acquired) store.claim(request(key))).token();
+    assertThatThrownBy(() -> store.complete(key, token, Outcome.success("text/plain",
+        new byte[] {1}), clock.instant(), forever)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> store.completeAll(List.of(new dev.once.spi.Completion(key, token,
+        Outcome.success("text/plain", new byte[] {1}))), clock.instant(), forever))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(store.completeAsync(key, token, Outcome.success("text/plain", new byte[] {1}),
+        clock.instant(), forever, Runnable::run).toCompletableFuture())
+        .failsWithin(java.time.Duration.ofSeconds(10)).withThrowableThat()
+        .withCauseInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> store.fail(key, token, "x", clock.instant(), forever))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> store.release(key, token, "x", clock.instant(), forever))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> store.extend(key, token, clock.instant(), forever))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(store.find(key)).get().extracting(r -> r.status()).isEqualTo(Status.IN_PROGRESS);
+
+    dev.once.Once once = dev.once.Once.builder(store).clock(clock).retention(forever).build();
+    java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+    assertThatThrownBy(() -> once.call(IdempotencyKey.of("forever", "once"), FP,
+        dev.once.Codecs.utf8(), attempt -> "ran " + runs.incrementAndGet()))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(runs).hasValue(0);
+  }
+
   @Test
   void badConfigurationIsRejectedClearly() {
     assertThatThrownBy(() -> RedisStore.builder(RedisServers.Standalone.CLIENT).keyPrefix("a{b}"))

@@ -321,6 +321,25 @@ public final class RecordFormat {
     return names;
   }
 
+  /**
+   * Refuses {@code now} and {@code now + duration} if a record cannot hold them: bad input,
+   * found before anything is sent (encoded inside a command's send, the refusal would look like
+   * a failed command, retryable and perhaps applied).
+   *
+   * @throws IllegalArgumentException outside 1970 to 2255
+   */
+  public static void checkTimes(Instant now, java.time.Duration duration) {
+    micros(now);
+    Instant later;
+    try {
+      later = now.plus(duration);
+    } catch (java.time.DateTimeException | ArithmeticException e) {
+      throw new IllegalArgumentException(now + " + " + duration
+          + " is outside what the Redis store can hold (1970 to the year 2255)", e);
+    }
+    micros(later);
+  }
+
   /** 2^53: beyond it Lua's doubles stop being exact integers. */
   private static final long LUA_EXACT = 1L << 53;
 
