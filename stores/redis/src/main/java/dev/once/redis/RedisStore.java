@@ -458,7 +458,8 @@ public final class RedisStore implements IdempotencyStore {
    */
   private static void checkTimes(ClaimRequest request) {
     Objects.requireNonNull(request, "request");
-    checkTimes(request.now(), Duration.between(request.now(), request.expiresAt()));
+    RecordFormat.micros(request.now());
+    RecordFormat.micros(request.expiresAt()); // the latest time a new record holds
   }
 
   private static void checkTimes(Instant now, Duration duration) {

@@ -436,10 +436,10 @@ public abstract class Dialect {
   /**
    * Bounds how long the transaction open on {@code c} waits for any one lock, until
    * {@link #endLockWait} or the transaction's end; then the statement fails with an error
-   * {@link #isLockWaitTimeout} recognises. Only where {@link #canLimitLockWait}. Returns the
-   * bound set, in the database's granularity (at least {@code wait}'s, up to what it takes).
+   * {@link #isLockWaitTimeout} recognises. Only where {@link #canLimitLockWait}. The bound set is
+   * {@link #lockWaitBound}'s.
    */
-  java.time.Duration limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+  void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
     throw new UnsupportedOperationException("this database's lock wait is not bounded here");
   }
 
@@ -459,7 +459,10 @@ public abstract class Dialect {
     return false;
   }
 
-  /** What a wait of {@code wait} comes to in this database's granularity. */
+  /**
+   * What a wait of {@code wait} comes to in this database's granularity: at least {@code wait},
+   * up to the longest the database takes.
+   */
   java.time.Duration lockWaitBound(java.time.Duration wait) {
     return wait;
   }

@@ -199,11 +199,10 @@ public final class JdbcEngine {
    */
   private <T> T boundedLockWait(Connection c, java.time.Duration lockWait,
       SqlWork<T> body, Supplier<String> what, String done) throws SQLException {
-    java.time.Duration[] bound = {lockWait};
     boolean[] limited = {false};
     try {
       return dialect.inTransaction(c, () -> {
-        bound[0] = dialect.limitLockWait(c, lockWait);
+        dialect.limitLockWait(c, lockWait);
         limited[0] = true;
         T answer = body.run();
         dialect.endLockWait(c);
@@ -219,7 +218,7 @@ public final class JdbcEngine {
         }
       }
       if (e instanceof SQLException sql) {
-        throw gaveUpOr(sql, bound[0], what, done);
+        throw gaveUpOr(sql, lockWait, what, done);
       }
       throw e;
     }
@@ -229,13 +228,13 @@ public final class JdbcEngine {
    * {@code e} as it is, unless it is a lock wait that ran out: then StoreUnavailableException,
    * not retried and not applied (the statement or transaction that waited was rolled back).
    */
-  private SQLException gaveUpOr(SQLException e, java.time.Duration bound, Supplier<String> what,
-      String done) {
+  private SQLException gaveUpOr(SQLException e, java.time.Duration lockWait,
+      Supplier<String> what, String done) {
     if (!dialect.isLockWaitTimeout(e)) {
       return e;
     }
     throw new StoreUnavailableException(what.get() + " gave up after waiting "
-        + bound.toMillis() + " ms for a row another transaction holds; nothing was "
+        + dialect.lockWaitBound(lockWait).toMillis() + " ms for a row another transaction holds; nothing was "
         + done + " [" + describe(e) + "]", e, false);
   }
 
@@ -451,7 +450,7 @@ public final class JdbcEngine {
       try {
         return dialect.completeAllWithin(c, sorted, at, expiresAt, lockWait);
       } catch (SQLException e) {
-        throw gaveUpOr(e, dialect.lockWaitBound(lockWait), what, "stored");
+        throw gaveUpOr(e, lockWait, what, "stored");
       }
     });
     return inRequestOrder(lost, completions, Completion::key);

@@ -80,16 +80,20 @@ final class MariaDbDialect extends Dialect {
   }
 
   @Override
-  java.time.Duration limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
-    // innodb_lock_wait_timeout is the session's, in whole seconds (0 would not wait at all): the
-    // session's own value is kept in a user variable, and endLockWait puts it back.
-    long seconds = Math.min(LONGEST_LOCK_WAIT_SECONDS,
-        Math.max(1, wait.getSeconds() + (wait.getNano() > 0 ? 1 : 0)));
+  void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+    // innodb_lock_wait_timeout is the session's: its own value is kept in a user variable, and
+    // endLockWait puts it back.
     try (Statement s = c.createStatement()) {
       s.execute("SET @once_lock_wait = @@SESSION.innodb_lock_wait_timeout,"
-          + " SESSION innodb_lock_wait_timeout = " + seconds);
+          + " SESSION innodb_lock_wait_timeout = " + lockWaitBound(wait).getSeconds());
     }
-    return java.time.Duration.ofSeconds(seconds);
+  }
+
+  /** Whole seconds, rounded up (0 would not wait at all). */
+  @Override
+  java.time.Duration lockWaitBound(java.time.Duration wait) {
+    return java.time.Duration.ofSeconds(Math.min(LONGEST_LOCK_WAIT_SECONDS,
+        Math.max(1, wait.getSeconds() + (wait.getNano() > 0 ? 1 : 0))));
   }
 
   @Override

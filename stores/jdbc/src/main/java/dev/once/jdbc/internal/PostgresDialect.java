@@ -156,14 +156,11 @@ final class PostgresDialect extends Dialect {
   }
 
   @Override
-  java.time.Duration limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
-    // Transaction-local: gone with the commit or the rollback. lock_timeout 0 would mean forever,
-    // and it takes at most INT_MAX ms (a longer wait is that one, not an error for every batch).
-    long millis = lockTimeoutMillis(wait);
+  void limitLockWait(Connection c, java.time.Duration wait) throws SQLException {
+    // Transaction-local: gone with the commit or the rollback.
     try (Statement s = c.createStatement()) {
-      s.execute("SET LOCAL lock_timeout = " + millis);
+      s.execute("SET LOCAL lock_timeout = " + lockTimeoutMillis(wait));
     }
-    return java.time.Duration.ofMillis(millis);
   }
 
   @Override
@@ -171,6 +168,10 @@ final class PostgresDialect extends Dialect {
     return java.time.Duration.ofMillis(lockTimeoutMillis(wait));
   }
 
+  /**
+   * {@code lock_timeout} in ms: 0 would mean forever, and it takes at most INT_MAX ms (a longer
+   * wait is that one, not an error for every batch).
+   */
   private static long lockTimeoutMillis(java.time.Duration wait) {
     return wait.compareTo(LONGEST_LOCK_TIMEOUT) >= 0 ? Integer.MAX_VALUE
         : Math.max(1, wait.toMillis());
