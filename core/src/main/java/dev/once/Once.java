@@ -173,7 +173,8 @@ public final class Once {
     OnceListener listener = Execution.NO_LISTENER;
     Scheduler heartbeat;
     Duration clockSkewMargin = Duration.ZERO;
-    int coalescedCallsInFlight;
+    /** -1: the store's {@link IdempotencyStore#defaultCoalescing}. */
+    int coalescedCallsInFlight = -1;
     java.util.Map<String, Step<?>> steps = new java.util.LinkedHashMap<>();
     int compensationAttempts = Builder.DEFAULT_COMPENSATION_ATTEMPTS;
     /** Null: {@link AsyncExecutors#DEFAULT}. */
@@ -280,7 +281,8 @@ public final class Once {
 
     /**
      * How many store calls of each kind concurrent callers make alone before they share batched
-     * store calls; 0 when they never do (the default; {@link Builder#coalesceStoreCalls}).
+     * store calls, as given to {@link Builder#coalesceStoreCalls}: 0 when they never do, and -1
+     * (the default) for what the store suggests, {@link IdempotencyStore#defaultCoalescing}.
      */
     public int coalescedCallsInFlight() {
       return coalescedCallsInFlight;
@@ -458,7 +460,9 @@ public final class Once {
      * load a few large batches serve everyone; back to calls alone when the load falls. A batch
      * the store refuses is repeated call by call, so one bad key never fails its neighbours.
      *
-     * <p>Off by default. It pays on PostgreSQL with many concurrent callers (docs/benchmarks.md);
+     * <p>By default, what the store suggests ({@link IdempotencyStore#defaultCoalescing}): the
+     * JDBC store on PostgreSQL suggests 8 (from the call that has detected the database, if the
+     * dialect was not given), every other store shipped suggests 0 (off). It pays on PostgreSQL with many concurrent callers (docs/benchmarks.md);
      * on Redis it does not (Lettuce already pipelines concurrent commands). What it costs: once
      * callers queue, at most two calls of each kind run at once; when those answer late (a row
      * lock held by a long transaction, a store that stalls), the callers queued behind them wait
@@ -470,7 +474,8 @@ public final class Once {
      * admitted at once (docs/architecture.md, "Coalesced store calls").
      *
      * @param callsAlone 0 for off, else how many store calls of each kind callers make alone at
-     *     once before they share batches (the connection pool's size, e.g. 8)
+     *     once before they share batches (the connection pool's size, e.g. 8); this replaces the
+     *     store's suggestion
      */
     public Builder coalesceStoreCalls(int callsAlone) {
       if (callsAlone < 0) {

@@ -37,8 +37,11 @@ public final class Execution {
 
   private final Once.Config config;
   final StoreCalls store;
-  /** Claims and completions shared with concurrent callers; null when not coalescing. */
-  private final Coalescers coalescers;
+  /**
+   * Claims and completions shared with concurrent callers: {@link #ALONE} when not coalescing,
+   * null while coalescing is left to a store that does not know yet ({@link #coalescers()}).
+   */
+  private final java.util.concurrent.atomic.AtomicReference<Coalescers> coalescers;
 
   /**
    * Whether the store has an asynchronous claim, or completion, of its own. When it only inherits
@@ -60,19 +63,50 @@ public final class Execution {
         long.class, Outcome.class, Instant.class, Duration.class,
         java.util.concurrent.Executor.class);
     int callsAlone = config.coalescedCallsInFlight();
-    if (callsAlone > 0) {
-      Coalescer.Demand demand = new Coalescer.Demand();
-      int batchCalls = Math.min(callsAlone, BATCH_CALLS_IN_FLIGHT);
-      coalescers = new Coalescers(
-          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
-              COALESCED_ESCAPE_NANOS, store::claim,
-              requests -> store.claimAll(requests, COALESCED_LOCK_WAIT), detours("claim")),
-          new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
-              COALESCED_ESCAPE_NANOS, this::completeOne, this::completeMany,
-              detours("complete")));
-    } else {
-      coalescers = null;
+    this.coalescers = new java.util.concurrent.atomic.AtomicReference<>(
+        callsAlone < 0 ? null : coalescers(callsAlone));
+  }
+
+  /** The coalescers that let {@code callsAlone} callers call alone; {@link #ALONE} for 0. */
+  private Coalescers coalescers(int callsAlone) {
+    if (callsAlone <= 0) {
+      return ALONE;
     }
+    Coalescer.Demand demand = new Coalescer.Demand();
+    int batchCalls = Math.min(callsAlone, BATCH_CALLS_IN_FLIGHT);
+    return new Coalescers(
+        new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
+            COALESCED_ESCAPE_NANOS, store::claim,
+            requests -> store.claimAll(requests, COALESCED_LOCK_WAIT), detours("claim")),
+        new Coalescer<>(MAX_COALESCED, callsAlone, batchCalls, demand, config.ticker(),
+            COALESCED_ESCAPE_NANOS, this::completeOne, this::completeMany,
+            detours("complete")));
+  }
+
+  /**
+   * The coalescers, {@link #ALONE} when not coalescing. Left to the store, its
+   * {@code defaultCoalescing()} is asked (it answers without asking its server) until it knows:
+   * a JDBC store whose dialect was not given knows once a call has detected it, and until then
+   * every call goes alone. Racing calls may each ask; the first answer kept is the one used. A
+   * store that throws there is asked again by the next call, and this one goes alone.
+   */
+  private Coalescers coalescers() {
+    Coalescers known = coalescers.get();
+    if (known != null) {
+      return known;
+    }
+    int callsAlone;
+    try {
+      callsAlone = config.store().defaultCoalescing();
+    } catch (RuntimeException e) {
+      return ALONE;
+    }
+    if (callsAlone < 0) {
+      return ALONE;
+    }
+    Coalescers decided = coalescers(callsAlone);
+    Coalescers witness = coalescers.compareAndExchange(null, decided);
+    return witness != null ? witness : decided;
   }
 
   /** Tells the listener of a coalescer's detours, as {@code operation}'s. */
@@ -100,6 +134,9 @@ public final class Execution {
   private record Coalescers(Coalescer<ClaimRequest, Claim> claims,
       Coalescer<Completion, Boolean> completions) {}
 
+  /** Not coalescing: every call makes its own store calls. */
+  private static final Coalescers ALONE = new Coalescers(null, null);
+
   /** How many batch calls of each kind may be in flight once callers queue: fewer, larger. */
   static final int BATCH_CALLS_IN_FLIGHT = 2;
 
@@ -119,8 +156,8 @@ public final class Execution {
   static final Duration COALESCED_LOCK_WAIT = Duration.ofNanos(COALESCED_ESCAPE_NANOS);
 
   private Claim claimOnce(CallEvents events, ClaimRequest request) {
-    Coalescers shared = coalescers;
-    if (shared == null) {
+    Coalescers shared = coalescers();
+    if (shared == ALONE) {
       return store.forCall(events).claim(request);
     }
     // An answer the store holds in memory (a near cache's replay) does not queue behind others.
@@ -342,7 +379,7 @@ public final class Execution {
   private <T> void succeededAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
       long started, AttemptImpl attempt, Scheduler.Task heartbeat, Codec<T> codec, T value,
       CompletableFuture<Result<T>> answer) {
-    if (!ownCompleteAsync || coalescers != null || attempt.committedFailure() != null) {
+    if (!ownCompleteAsync || coalescers() != ALONE || attempt.committedFailure() != null) {
       // On the executor's thread already: the blocking way, as the SPI's default would run it.
       answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec, value));
       return;
@@ -395,7 +432,7 @@ public final class Execution {
     CallEvents events = CallEvents.start(config.listener(), config.ticker(), key);
     java.util.concurrent.Executor executor = config.asyncExecutor();
     try {
-      if (!ownClaimAsync || coalescers != null) {
+      if (!ownClaimAsync || coalescers() != ALONE) {
         // Coalesced claims wait for their shared batch call, and a store without an asynchronous
         // claim of its own blocks for it: on the executor, one task.
         executor.execute(() -> startAsync(events, key, fingerprint, codec, work, answer,
@@ -659,8 +696,8 @@ public final class Execution {
   }
 
   private void writeOutcome(CallEvents events, IdempotencyKey key, long token, Outcome outcome) {
-    Coalescers shared = coalescers;
-    if (shared == null) {
+    Coalescers shared = coalescers();
+    if (shared == ALONE) {
       store.forCall(events).complete(key, token, outcome, config.clock().instant(),
           config.retention());
     } else if (!shared(events, "complete",

@@ -317,6 +317,27 @@ public interface IdempotencyStore extends AutoCloseable {
    */
   int reapExpiredLeases(Instant now, int limit);
 
+  /**
+   * How many store calls of each kind concurrent callers make alone before they share batch
+   * calls, when the user leaves it to the store: what {@code Once.Builder.coalesceStoreCalls}
+   * takes when it is not called. 0, the default: never (coalescing off). A store suggests a
+   * positive number only where batches pay (one statement and one commit for many keys) and where
+   * it bounds a batch's wait for a row another transaction holds ({@link #claimAll(List,
+   * Duration)} and {@link #completeAll(List, Instant, Duration, Duration)} give up after their
+   * {@code lockWait}), so that a held key holds up no caller but its own.
+   *
+   * <p>It answers at once, without asking its server: {@code Once} asks on its calls' threads,
+   * an event loop's included. A store that learns what it runs on from its first call (the JDBC
+   * store detects its database) answers -1 until then; {@code Once} makes its calls alone and
+   * asks again on each call until the answer is 0 or more, and keeps that answer.
+   *
+   * @return 0 (off), a positive number of calls alone (e.g. the connection pool's size), or -1
+   *     while the store does not know yet
+   */
+  default int defaultCoalescing() {
+    return 0;
+  }
+
   /** The largest outcome or checkpoint body this store can hold. */
   default int maxPayloadBytes() {
     return Integer.MAX_VALUE;

@@ -174,7 +174,26 @@ abstract class CoalescedTester extends ConformanceTester {
   @EnumSource(Racers.class)
   @Tag("races")
   void manyCallersOnFewKeysRunEachKeyOnce(Racers racers) throws Exception {
-    Once once = coalescing(store);
+    manyCallersOnFewKeysRunEachKeyOnce(racers, coalescing(store));
+  }
+
+  /**
+   * As above, through Once as built by default: coalescing as the store suggests
+   * ({@code IdempotencyStore.defaultCoalescing}), which must answer -1 ("not known yet"), 0 or
+   * more, and not -1 once the store has served a call.
+   */
+  @ParameterizedTest(name = "on {0} threads")
+  @EnumSource(Racers.class)
+  @Tag("races")
+  void manyCallersOnFewKeysRunEachKeyOnceWithTheStoresDefaultCoalescing(Racers racers)
+      throws Exception {
+    assertThat(store.defaultCoalescing()).as("the store's suggestion").isGreaterThanOrEqualTo(-1);
+    manyCallersOnFewKeysRunEachKeyOnce(racers, once(Once.builder(store)));
+    assertThat(store.defaultCoalescing()).as("the store's suggestion, once it has served calls")
+        .isGreaterThanOrEqualTo(0);
+  }
+
+  private void manyCallersOnFewKeysRunEachKeyOnce(Racers racers, Once once) throws Exception {
     List<IdempotencyKey> keys = new ArrayList<>();
     for (int i = 0; i < 8; i++) {
       keys.add(newKey());

@@ -53,7 +53,8 @@ public final class OnceMetrics {
   public static final String HEARTBEAT_FAILURES = "once.heartbeat.failures";
 
   /**
-   * Counter: with coalesced store calls on ({@code Once.Builder.coalesceStoreCalls}), each time
+   * Counter: with coalesced store calls on ({@code Once.Builder.coalesceStoreCalls}, or the
+   * store's default: on PostgreSQL), each time
    * they went around a store call, tagged {@link #TAG_DETOUR} {@link #ESCAPE} (queued callers
    * made one call more after 50 ms behind calls in flight that went unanswered) or
    * {@link #BATCH_FAILED} (a call made for several callers failed, each made its own), and

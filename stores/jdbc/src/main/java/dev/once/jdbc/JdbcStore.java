@@ -345,6 +345,23 @@ public final class JdbcStore implements IdempotencyStore {
     return maxPayloadBytes;
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>8 on PostgreSQL, a pool's size (give {@code Once.Builder.coalesceStoreCalls} your pool's
+   * size where it is larger): beyond 8 callers, a batch of claims or of completions is one
+   * statement and one commit, and it gives up on a row another transaction holds after its
+   * {@code lockWait}. 0 on MariaDB/MySQL, which bounds that wait in whole seconds only, and on
+   * SQLite, which has one writer at a time and cannot bound it: there a batch would hold up all
+   * of its callers for one held key. -1 while the dialect was neither given nor detected yet
+   * (this never connects; the first call that needs the database detects it).
+   */
+  @Override
+  public int defaultCoalescing() {
+    JdbcEngine e = engine;
+    return e == null ? -1 : e.dialect().defaultCoalescing();
+  }
+
   /** Leaves the DataSource open: it belongs to the caller. */
   @Override
   public void close() {}

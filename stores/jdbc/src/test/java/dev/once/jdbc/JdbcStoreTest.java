@@ -198,6 +198,23 @@ class JdbcStoreTest {
     assertThat(store.claim(request(key("detected"), T0))).isInstanceOf(Claim.Acquired.class);
   }
 
+  /**
+   * Coalescing left to the store: on where batches pay and give up on a held row within 50 ms
+   * (PostgreSQL); off where the bound is whole seconds (MariaDB) or there is none (SQLite), given
+   * or detected alike.
+   */
+  @ParameterizedTest
+  @EnumSource(JdbcDialect.class)
+  void suggestsCoalescingOnlyWhereABatchGivesUpOnAHeldRowWithinItsLockWait(JdbcDialect dialect) {
+    int expected = dialect == JdbcDialect.POSTGRESQL ? 8 : 0;
+    assertThat(Databases.store(dialect).defaultCoalescing()).isEqualTo(expected);
+    JdbcStore detecting = JdbcStore.builder(Databases.dataSource(dialect))
+        .table(Databases.store(dialect).table()).build();
+    assertThat(detecting.defaultCoalescing()).as("not known before it is detected").isEqualTo(-1);
+    detecting.dialect();
+    assertThat(detecting.defaultCoalescing()).as("detected").isEqualTo(expected);
+  }
+
   @Test
   void mapsProductNames() {
     assertThat(JdbcDialect.fromProductName("PostgreSQL")).contains(JdbcDialect.POSTGRESQL);

@@ -31,6 +31,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * On PostgreSQL, Once with {@code coalesceStoreCalls(8)} coalesces concurrent calls only when more
@@ -90,16 +92,34 @@ class PostgresCoalescingTest {
     return n == null ? 0 : n.get();
   }
 
+  /** Left to the store, Once coalesces beyond eight callers here: what the store suggests. */
   @Test
-  void coalescingIsOffUnlessAsked() {
+  void coalescingIsLeftToTheStoreWhichSuggestsEightOnPostgres() {
     Once byDefault = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).build();
-    assertThat(byDefault.config().coalescedCallsInFlight()).isZero();
+    assertThat(byDefault.config().coalescedCallsInFlight()).as("left to the store").isEqualTo(-1);
+    assertThat(store().dialect(JdbcDialect.POSTGRESQL).build().defaultCoalescing()).isEqualTo(8);
+    JdbcStore detecting = store().build();
+    assertThat(detecting.defaultCoalescing()).as("not detected yet, and never connects for it")
+        .isEqualTo(-1);
+    assertThat(detecting.dialect()).isEqualTo(JdbcDialect.POSTGRESQL);
+    assertThat(detecting.defaultCoalescing()).as("the dialect detected").isEqualTo(8);
     assertThat(coalescing().config().coalescedCallsInFlight()).isEqualTo(8);
   }
 
   private Once coalescing() {
     return Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).coalesceStoreCalls(8)
         .listener(counting).build();
+  }
+
+  /**
+   * As a user gets it: neither dialect nor coalescing given. Its first call detects the database;
+   * calls go alone until then. Its store calls are not counted.
+   */
+  private Once byDefault() {
+    Once once = Once.builder(store().build()).listener(counting).build();
+    once.execute(IdempotencyKey.of(scope, "first"), FP, Codecs.utf8(), attempt -> "detects");
+    storeCalls.clear();
+    return once;
   }
 
   /** At most eight callers at once: never a batch, as if coalescing were off. */
@@ -141,9 +161,11 @@ class PostgresCoalescingTest {
    * demand falls to eight, admitted to call alone. Every work runs once and every outcome is
    * stored.
    */
-  @Test
-  void callersBeyondEightQueueInOnceUntilACallEndsOrTheDemandFalls() throws Exception {
-    Once once = coalescing();
+  @ParameterizedTest(name = "coalescing {0}")
+  @ValueSource(strings = {"coalesceStoreCalls(8)", "left to the store"})
+  void callersBeyondEightQueueInOnceUntilACallEndsOrTheDemandFalls(String configured)
+      throws Exception {
+    Once once = configured.equals("left to the store") ? byDefault() : coalescing();
     Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
     List<Thread> callerThreads = new java.util.concurrent.CopyOnWriteArrayList<>();
     List<Future<String>> answers = new ArrayList<>();

@@ -455,6 +455,15 @@ public final class NearCacheStore implements IdempotencyStore {
     return store.reapExpiredLeases(now, limit);
   }
 
+  /**
+   * The store's suggestion: its batches are what coalesced callers share, and a coalesced claim
+   * asks {@link #claimFromMemory} before it queues, so a replay from memory waits for no batch.
+   */
+  @Override
+  public int defaultCoalescing() {
+    return store.defaultCoalescing();
+  }
+
   /** The store's limit. */
   @Override
   public int maxPayloadBytes() {

@@ -153,6 +153,15 @@ final class CountingStore implements IdempotencyStore {
     return store.maxPayloadBytes();
   }
 
+  /** What {@link #defaultCoalescing} answers: the store's unless set. */
+  volatile Integer suggestedCoalescing;
+
+  @Override
+  public int defaultCoalescing() {
+    Integer suggested = suggestedCoalescing;
+    return suggested != null ? suggested : store.defaultCoalescing();
+  }
+
   @Override
   public void close() {
     store.close();

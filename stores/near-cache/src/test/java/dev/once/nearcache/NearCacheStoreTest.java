@@ -498,6 +498,15 @@ class NearCacheStoreTest {
     assertThat(counted.lastLockWait).isEqualTo(Duration.ofMillis(50));
   }
 
+  /** Once, left to coalesce as the store suggests, hears the store's suggestion through it. */
+  @Test
+  void suggestsTheCoalescingItsStoreSuggests() {
+    for (int suggested : new int[] {-1, 0, 8}) {
+      counted.suggestedCoalescing = suggested;
+      assertThat(cache.defaultCoalescing()).isEqualTo(suggested);
+    }
+  }
+
   @Test
   void aBatchCompletionsLockWaitReachesTheStoreAndWhatItStoresIsLearned() {
     IdempotencyKey key = newKey();

@@ -122,8 +122,24 @@ public class OnceAutoConfiguration {
     Once.Config c = once.config();
     LOG.info("Once: store " + c.store() + ", lease " + c.lease() + ", retention "
         + c.retention() + ", heartbeat " + (c.heartbeat() != null ? "on" : "off")
-        + (c.coalescedCallsInFlight() > 0 ? ", coalesced store calls" : ""));
+        + coalescing(c));
     return once;
+  }
+
+  /** How store calls coalesce, for the start-up line: given, or as the store suggests. */
+  private static String coalescing(Once.Config c) {
+    int callsAlone = c.coalescedCallsInFlight();
+    if (callsAlone < 0) {
+      try {
+        callsAlone = c.store().defaultCoalescing();
+      } catch (RuntimeException e) {
+        callsAlone = -1; // as Once takes it: not known yet
+      }
+      if (callsAlone < 0) {
+        return ", store calls coalesced as the store suggests once it knows its database";
+      }
+    }
+    return callsAlone > 0 ? ", store calls coalesced beyond " + callsAlone + " callers" : "";
   }
 
   /** Starts maintenance once every singleton exists. */

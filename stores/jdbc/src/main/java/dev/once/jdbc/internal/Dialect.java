@@ -428,6 +428,15 @@ public abstract class Dialect {
     }
   }
 
+  /**
+   * How many store calls of each kind callers make alone before they share batches, where the
+   * user leaves it to the store ({@code IdempotencyStore.defaultCoalescing}): 0 unless batches pay
+   * and a batch gives up on a held row within a bound shorter than a second.
+   */
+  public int defaultCoalescing() {
+    return 0;
+  }
+
   /** Whether {@link #limitLockWait} bounds a transaction's wait for rows (else it waits). */
   boolean canLimitLockWait() {
     return false;

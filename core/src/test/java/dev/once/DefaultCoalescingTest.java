@@ -1,0 +1,289 @@
+package dev.once;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.once.spi.Claim;
+import dev.once.spi.ClaimRequest;
+import dev.once.spi.IdempotencyRecord;
+import dev.once.spi.IdempotencyStore;
+import dev.once.spi.Outcome;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntSupplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Coalescing left to the store: {@code Once.Builder.coalesceStoreCalls} not called, Once takes
+ * {@link IdempotencyStore#defaultCoalescing}, asked on the first call and, while the store does
+ * not know yet (-1), on every call until it does; an explicit setting replaces it.
+ */
+class DefaultCoalescingTest {
+
+  private static final Fingerprint FP = Fingerprint.of("request");
+
+  /**
+   * An in-memory store that suggests a coalescing, counts how often it is asked and what it is
+   * asked to batch, and can hold one key's claim until told to go on.
+   */
+  private static final class SuggestingStore implements IdempotencyStore {
+    private final InMemoryStore records = new InMemoryStore();
+    private final IntSupplier suggestion;
+    final AtomicInteger asked = new AtomicInteger();
+    final AtomicInteger asyncClaims = new AtomicInteger();
+    final List<List<ClaimRequest>> batches = new CopyOnWriteArrayList<>();
+    final List<Duration> batchLockWaits = new CopyOnWriteArrayList<>();
+    final List<String> claimedAlone = new CopyOnWriteArrayList<>();
+    final CountDownLatch heldEntered = new CountDownLatch(1);
+    final CountDownLatch release = new CountDownLatch(1);
+
+    SuggestingStore(IntSupplier suggestion) {
+      this.suggestion = suggestion;
+    }
+
+    @Override
+    public int defaultCoalescing() {
+      asked.incrementAndGet();
+      return suggestion.getAsInt();
+    }
+
+    @Override
+    public Claim claim(ClaimRequest request) {
+      claimedAlone.add(request.key().key());
+      if (request.key().key().equals("held")) {
+        heldEntered.countDown();
+        await(release);
+      }
+      return records.claim(request);
+    }
+
+    /** Its own (so {@code Once} would claim through it at once, on the caller's thread). */
+    @Override
+    public java.util.concurrent.CompletionStage<Claim> claimAsync(ClaimRequest request,
+        Executor blocking) {
+      asyncClaims.incrementAndGet();
+      return CompletableFuture.supplyAsync(() -> claim(request), blocking);
+    }
+
+    @Override
+    public List<Claim> claimAll(List<ClaimRequest> requests, Duration lockWait) {
+      batches.add(List.copyOf(requests));
+      batchLockWaits.add(lockWait);
+      return records.claimAll(requests);
+    }
+
+    @Override
+    public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
+        Duration retention) {
+      records.complete(key, token, outcome, now, retention);
+    }
+
+    @Override
+    public void fail(IdempotencyKey key, long token, String error, Instant now,
+        Duration retention) {
+      records.fail(key, token, error, now, retention);
+    }
+
+    @Override
+    public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
+      return records.extend(key, token, now, lease);
+    }
+
+    @Override
+    public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
+      records.checkpoint(key, token, checkpoint, now);
+    }
+
+    @Override
+    public Optional<IdempotencyRecord> find(IdempotencyKey key) {
+      return records.find(key);
+    }
+
+    @Override
+    public int purgeExpired(Instant now, int limit) {
+      return records.purgeExpired(now, limit);
+    }
+
+    @Override
+    public int reapExpiredLeases(Instant now, int limit) {
+      return records.reapExpiredLeases(now, limit);
+    }
+  }
+
+  private static void await(CountDownLatch latch) {
+    try {
+      if (!latch.await(30, TimeUnit.SECONDS)) {
+        throw new AssertionError("not released in 30 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+
+  private static String call(Once once, String key) {
+    return once.execute(IdempotencyKey.of("orders", key), FP, Codecs.utf8(), a -> "done " + key);
+  }
+
+  /**
+   * One caller holds the store's only call alone ("held", its claim held in the store); two more
+   * arrive while it is held, and the answer is what they did: queued and batched together once
+   * "held" went on, or claimed alone at once. The ticker stands still, so no escape.
+   */
+  private static List<Thread> heldAndTwoMore(Once once, SuggestingStore store,
+      List<String> answers) throws InterruptedException {
+    Thread held = new Thread(() -> answers.add(call(once, "held")));
+    held.start();
+    await(store.heldEntered);
+    List<Thread> more = new ArrayList<>();
+    for (String key : List.of("b", "c")) {
+      Thread t = new Thread(() -> answers.add(call(once, key)));
+      more.add(t);
+      t.start();
+    }
+    // Both either queue in Once (parked in the coalescer) or reach the store's claim.
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (!more.stream().allMatch(t -> queuedInOnce(t) || !t.isAlive())
+        && store.claimedAlone.size() < 3) {
+      assertThat(System.nanoTime()).as("b and c neither queued nor claimed").isLessThan(deadline);
+      Thread.onSpinWait();
+    }
+    store.release.countDown();
+    List<Thread> all = new ArrayList<>(more);
+    all.add(held);
+    for (Thread t : all) {
+      t.join(TimeUnit.SECONDS.toMillis(30));
+      assertThat(t.isAlive()).as(t + " still waiting").isFalse();
+    }
+    return all;
+  }
+
+  private static boolean queuedInOnce(Thread t) {
+    Thread.State state = t.getState();
+    return (state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING)
+        && Arrays.stream(t.getStackTrace())
+            .anyMatch(f -> f.getClassName().endsWith(".Coalescer"));
+  }
+
+  @Test
+  void callersBeyondWhatTheStoreSuggestsShareABatchWithoutCoalesceStoreCallsBeingCalled()
+      throws Exception {
+    SuggestingStore store = new SuggestingStore(() -> 1);
+    Once once = Once.builder(store).ticker(() -> 0L).build();
+    List<String> answers = new CopyOnWriteArrayList<>();
+
+    heldAndTwoMore(once, store, answers);
+
+    assertThat(answers).containsExactlyInAnyOrder("done held", "done b", "done c");
+    assertThat(store.claimedAlone).as("claims made alone").containsExactly("held");
+    assertThat(store.batches).hasSize(1);
+    assertThat(store.batches.get(0)).extracting(r -> r.key().key())
+        .containsExactlyInAnyOrder("b", "c");
+    assertThat(store.batchLockWaits).as("a coalesced batch claim's bound on a held row")
+        .containsExactly(Duration.ofMillis(50));
+    assertThat(once.config().coalescedCallsInFlight()).as("left to the store").isEqualTo(-1);
+  }
+
+  @Test
+  void coalesceStoreCallsZeroTurnsOffWhatTheStoreSuggests() throws Exception {
+    SuggestingStore store = new SuggestingStore(() -> 1);
+    Once once = Once.builder(store).ticker(() -> 0L).coalesceStoreCalls(0).build();
+    List<String> answers = new CopyOnWriteArrayList<>();
+
+    heldAndTwoMore(once, store, answers);
+
+    assertThat(answers).containsExactlyInAnyOrder("done held", "done b", "done c");
+    assertThat(store.claimedAlone).as("b and c claimed while held was held")
+        .containsExactlyInAnyOrder("held", "b", "c");
+    assertThat(store.batches).isEmpty();
+    assertThat(store.asked).as("an explicit setting does not ask the store").hasValue(0);
+  }
+
+  @Test
+  void aStoreThatSuggestsNothingLeavesEveryCallAlone() throws Exception {
+    SuggestingStore store = new SuggestingStore(() -> 0);
+    Once once = Once.builder(store).ticker(() -> 0L).build();
+    List<String> answers = new CopyOnWriteArrayList<>();
+
+    heldAndTwoMore(once, store, answers);
+
+    assertThat(store.claimedAlone).containsExactlyInAnyOrder("held", "b", "c");
+    assertThat(store.batches).isEmpty();
+    assertThat(store.asked).hasValue(1);
+  }
+
+  @Test
+  void theStoreIsAskedOnTheFirstCallAndItsAnswerKept() {
+    SuggestingStore store = new SuggestingStore(() -> 8);
+    Once once = Once.builder(store).build();
+    assertThat(store.asked).as("building a Once asks nothing").hasValue(0);
+
+    for (int i = 0; i < 10; i++) {
+      assertThat(call(once, "k" + i)).isEqualTo("done k" + i);
+    }
+
+    assertThat(store.asked).hasValue(1);
+  }
+
+  /**
+   * A store that does not know yet (a JDBC store before it has detected its database) answers -1,
+   * or one whose answer throws: those calls go alone, and the next asks again.
+   */
+  @ParameterizedTest(name = "first answer: {0}")
+  @ValueSource(strings = {"not known yet", "throws"})
+  void aStoreThatCannotAnswerYetLeavesItsCallsAloneAndIsAskedAgain(String first)
+      throws Exception {
+    AtomicInteger answers = new AtomicInteger();
+    SuggestingStore store = new SuggestingStore(() -> {
+      if (answers.getAndIncrement() < 2) {
+        if (first.equals("throws")) {
+          throw new IllegalStateException("a store's bug");
+        }
+        return -1;
+      }
+      return 1;
+    });
+    Once once = Once.builder(store).ticker(() -> 0L).build();
+
+    assertThat(call(once, "first")).as("the call itself is not failed").isEqualTo("done first");
+    assertThat(store.claimedAlone).containsExactly("first");
+    assertThat(store.asked).as("asked for the claim and again for the completion").hasValue(2);
+
+    List<String> later = new CopyOnWriteArrayList<>();
+    heldAndTwoMore(once, store, later);
+
+    assertThat(store.asked).as("the answer, once known, is kept").hasValue(3);
+    assertThat(store.batches).as("the answer taken").hasSize(1);
+    assertThat(later).containsExactlyInAnyOrder("done held", "done b", "done c");
+  }
+
+  /**
+   * A store with an asynchronous claim of its own is still claimed through it: asking it does not
+   * send the call to the executor's blocking path.
+   */
+  @Test
+  void anAsynchronousCallOnAStoreThatSuggestsNothingClaimsThroughItsOwnAsynchronousClaim()
+      throws Exception {
+    SuggestingStore store = new SuggestingStore(() -> 0);
+    Once once = Once.builder(store).asyncExecutor(
+        java.util.concurrent.ForkJoinPool.commonPool()).build();
+
+    CompletableFuture<String> answer = once.executeAsync(IdempotencyKey.of("orders", "async"), FP,
+        Codecs.utf8(), a -> CompletableFuture.completedFuture("done async"));
+
+    assertThat(answer.get(30, TimeUnit.SECONDS)).isEqualTo("done async");
+    assertThat(store.asyncClaims).hasValue(1);
+    assertThat(store.asked).hasValue(1);
+  }
+}
