@@ -2,21 +2,15 @@ package dev.once;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.once.spi.Claim;
 import dev.once.spi.ClaimRequest;
-import dev.once.spi.IdempotencyRecord;
 import dev.once.spi.IdempotencyStore;
-import dev.once.spi.Outcome;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntSupplier;
@@ -35,10 +29,10 @@ class DefaultCoalescingTest {
 
   /**
    * An in-memory store that suggests a coalescing, counts how often it is asked and what it is
-   * asked to batch, and can hold one key's claim until told to go on.
+   * asked to batch, and can hold one key's claim until told to go on. It has an asynchronous
+   * claim of its own (a proxy declares every method), so Once would claim through it at once.
    */
-  private static final class SuggestingStore implements IdempotencyStore {
-    private final InMemoryStore records = new InMemoryStore();
+  private static final class SuggestingStore {
     private final IntSupplier suggestion;
     final AtomicInteger asked = new AtomicInteger();
     final AtomicInteger asyncClaims = new AtomicInteger();
@@ -47,77 +41,37 @@ class DefaultCoalescingTest {
     final List<String> claimedAlone = new CopyOnWriteArrayList<>();
     final CountDownLatch heldEntered = new CountDownLatch(1);
     final CountDownLatch release = new CountDownLatch(1);
+    final IdempotencyStore store = OnceAsyncTest.overriding(new InMemoryStore(), this::answer);
 
     SuggestingStore(IntSupplier suggestion) {
       this.suggestion = suggestion;
     }
 
-    @Override
-    public int defaultCoalescing() {
-      asked.incrementAndGet();
-      return suggestion.getAsInt();
-    }
-
-    @Override
-    public Claim claim(ClaimRequest request) {
-      claimedAlone.add(request.key().key());
-      if (request.key().key().equals("held")) {
-        heldEntered.countDown();
-        await(release);
+    @SuppressWarnings("unchecked")
+    private Object answer(String method, Object[] args) {
+      switch (method) {
+        case "defaultCoalescing":
+          asked.incrementAndGet();
+          return suggestion.getAsInt();
+        case "claim":
+          String key = ((ClaimRequest) args[0]).key().key();
+          claimedAlone.add(key);
+          if (key.equals("held")) {
+            heldEntered.countDown();
+            await(release);
+          }
+          break;
+        case "claimAsync":
+          asyncClaims.incrementAndGet();
+          break;
+        case "claimAll":
+          batches.add(List.copyOf((List<ClaimRequest>) args[0]));
+          batchLockWaits.add(args.length > 1 ? (Duration) args[1] : null);
+          break;
+        default:
+          break;
       }
-      return records.claim(request);
-    }
-
-    /** Its own (so {@code Once} would claim through it at once, on the caller's thread). */
-    @Override
-    public java.util.concurrent.CompletionStage<Claim> claimAsync(ClaimRequest request,
-        Executor blocking) {
-      asyncClaims.incrementAndGet();
-      return CompletableFuture.supplyAsync(() -> claim(request), blocking);
-    }
-
-    @Override
-    public List<Claim> claimAll(List<ClaimRequest> requests, Duration lockWait) {
-      batches.add(List.copyOf(requests));
-      batchLockWaits.add(lockWait);
-      return records.claimAll(requests);
-    }
-
-    @Override
-    public void complete(IdempotencyKey key, long token, Outcome outcome, Instant now,
-        Duration retention) {
-      records.complete(key, token, outcome, now, retention);
-    }
-
-    @Override
-    public void fail(IdempotencyKey key, long token, String error, Instant now,
-        Duration retention) {
-      records.fail(key, token, error, now, retention);
-    }
-
-    @Override
-    public Instant extend(IdempotencyKey key, long token, Instant now, Duration lease) {
-      return records.extend(key, token, now, lease);
-    }
-
-    @Override
-    public void checkpoint(IdempotencyKey key, long token, Checkpoint checkpoint, Instant now) {
-      records.checkpoint(key, token, checkpoint, now);
-    }
-
-    @Override
-    public Optional<IdempotencyRecord> find(IdempotencyKey key) {
-      return records.find(key);
-    }
-
-    @Override
-    public int purgeExpired(Instant now, int limit) {
-      return records.purgeExpired(now, limit);
-    }
-
-    @Override
-    public int reapExpiredLeases(Instant now, int limit) {
-      return records.reapExpiredLeases(now, limit);
+      return OnceAsyncTest.FORWARD;
     }
   }
 
@@ -180,7 +134,7 @@ class DefaultCoalescingTest {
   void callersBeyondWhatTheStoreSuggestsShareABatchWithoutCoalesceStoreCallsBeingCalled()
       throws Exception {
     SuggestingStore store = new SuggestingStore(() -> 1);
-    Once once = Once.builder(store).ticker(() -> 0L).build();
+    Once once = Once.builder(store.store).ticker(() -> 0L).build();
     List<String> answers = new CopyOnWriteArrayList<>();
 
     heldAndTwoMore(once, store, answers);
@@ -198,7 +152,7 @@ class DefaultCoalescingTest {
   @Test
   void coalesceStoreCallsZeroTurnsOffWhatTheStoreSuggests() throws Exception {
     SuggestingStore store = new SuggestingStore(() -> 1);
-    Once once = Once.builder(store).ticker(() -> 0L).coalesceStoreCalls(0).build();
+    Once once = Once.builder(store.store).ticker(() -> 0L).coalesceStoreCalls(0).build();
     List<String> answers = new CopyOnWriteArrayList<>();
 
     heldAndTwoMore(once, store, answers);
@@ -213,7 +167,7 @@ class DefaultCoalescingTest {
   @Test
   void aStoreThatSuggestsNothingLeavesEveryCallAlone() throws Exception {
     SuggestingStore store = new SuggestingStore(() -> 0);
-    Once once = Once.builder(store).ticker(() -> 0L).build();
+    Once once = Once.builder(store.store).ticker(() -> 0L).build();
     List<String> answers = new CopyOnWriteArrayList<>();
 
     heldAndTwoMore(once, store, answers);
@@ -226,7 +180,7 @@ class DefaultCoalescingTest {
   @Test
   void theStoreIsAskedOnTheFirstCallAndItsAnswerKept() {
     SuggestingStore store = new SuggestingStore(() -> 8);
-    Once once = Once.builder(store).build();
+    Once once = Once.builder(store.store).build();
     assertThat(store.asked).as("building a Once asks nothing").hasValue(0);
 
     for (int i = 0; i < 10; i++) {
@@ -254,7 +208,7 @@ class DefaultCoalescingTest {
       }
       return 1;
     });
-    Once once = Once.builder(store).ticker(() -> 0L).build();
+    Once once = Once.builder(store.store).ticker(() -> 0L).build();
 
     assertThat(call(once, "first")).as("the call itself is not failed").isEqualTo("done first");
     assertThat(store.claimedAlone).containsExactly("first");
@@ -276,7 +230,7 @@ class DefaultCoalescingTest {
   void anAsynchronousCallOnAStoreThatSuggestsNothingClaimsThroughItsOwnAsynchronousClaim()
       throws Exception {
     SuggestingStore store = new SuggestingStore(() -> 0);
-    Once once = Once.builder(store).asyncExecutor(
+    Once once = Once.builder(store.store).asyncExecutor(
         java.util.concurrent.ForkJoinPool.commonPool()).build();
 
     CompletableFuture<String> answer = once.executeAsync(IdempotencyKey.of("orders", "async"), FP,

@@ -583,7 +583,7 @@ class OnceAsyncTest {
   }
 
   /** What a {@link StoreCallOverride} returns to leave a call to the store underneath. */
-  private static final Object FORWARD = new Object();
+  static final Object FORWARD = new Object();
 
   /** Answers a store call by its method's name, or returns {@link #FORWARD}. */
   interface StoreCallOverride {
