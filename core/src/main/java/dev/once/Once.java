@@ -462,16 +462,27 @@ public final class Once {
      *
      * <p>By default, what the store suggests ({@link IdempotencyStore#defaultCoalescing}): the
      * JDBC store on PostgreSQL suggests 8 (from the call that has detected the database, if the
-     * dialect was not given), every other store shipped suggests 0 (off). It pays on PostgreSQL with many concurrent callers (docs/benchmarks.md);
-     * on Redis it does not (Lettuce already pipelines concurrent commands). What it costs: once
-     * callers queue, at most two calls of each kind run at once; when those answer late (a row
-     * lock held by a long transaction, a store that stalls), the callers queued behind them wait
-     * up to 50 ms (on the {@link #ticker}) before the oldest makes one more call for all of them,
-     * up to {@code callsAlone} calls. A batch claim waits as long for a row another transaction
-     * holds, on a store that can bound it (the JDBC store on PostgreSQL), then its callers claim
-     * alone, so that only the held key's caller waits; elsewhere the callers inside a call that
-     * waits wait with it. When the demand falls to {@code callsAlone}, queued callers are
-     * admitted at once (docs/architecture.md, "Coalesced store calls").
+     * dialect was not given), as does a near cache over it; every other store shipped suggests 0
+     * (off). The count is this {@code Once}'s: copies made with {@link Once#toBuilder} (as some
+     * integrations make, e.g. for an {@code @Idempotent} method with its own failure policy)
+     * each count their own callers, so together they may make more calls alone than one.
+     *
+     * <p>It pays on PostgreSQL with many concurrent callers (docs/benchmarks.md); on Redis it does
+     * not (Lettuce already pipelines concurrent commands). What it costs: once callers queue, at
+     * most two calls of each kind run at once; when those answer late (a row lock held by a long
+     * transaction, a store that stalls), the callers queued behind them wait up to 50 ms (on the
+     * {@link #ticker}) before the oldest makes one more call for all of them, up to
+     * {@code callsAlone} calls; when {@code callsAlone} calls are in flight and none has ended
+     * for 50 ms (every one may be stuck, e.g. duplicates waiting at the server for a row a long
+     * transaction holds), one more beyond them, as the caller would have made its own without
+     * coalescing. So a queued caller waits about 50 ms for calls that answer late, up to about
+     * twice that while every call in flight is stuck, and is not interrupted while it waits (as
+     * a store call is not). A ticker that stands still (a test's) disables these escapes. A batch
+     * waits as long for a row another transaction holds, on a store that can bound it (the JDBC
+     * store on PostgreSQL), then its callers call alone, so that only the held key's caller
+     * waits; elsewhere the callers inside a call that waits wait with it. When the demand falls
+     * to {@code callsAlone}, queued callers are admitted at once (docs/architecture.md,
+     * "Coalesced store calls").
      *
      * @param callsAlone 0 for off, else how many store calls of each kind callers make alone at
      *     once before they share batches (the connection pool's size, e.g. 8); this replaces the

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Coalescing left to the store: {@code Once.Builder.coalesceStoreCalls} not called, Once takes
- * {@link IdempotencyStore#defaultCoalescing}, asked on the first call and, while the store does
+ * {@link IdempotencyStore#defaultCoalescing}, asked when it is built and, while the store does
  * not know yet (-1), on every call until it does; an explicit setting replaces it.
  */
 class DefaultCoalescingTest {
@@ -178,10 +178,10 @@ class DefaultCoalescingTest {
   }
 
   @Test
-  void theStoreIsAskedOnTheFirstCallAndItsAnswerKept() {
+  void theStoreIsAskedWhenOnceIsBuiltAndItsAnswerKept() {
     SuggestingStore store = new SuggestingStore(() -> 8);
     Once once = Once.builder(store.store).build();
-    assertThat(store.asked).as("building a Once asks nothing").hasValue(0);
+    assertThat(store.asked).as("asked when built: it answers without its server").hasValue(1);
 
     for (int i = 0; i < 10; i++) {
       assertThat(call(once, "k" + i)).isEqualTo("done k" + i);
@@ -191,28 +191,21 @@ class DefaultCoalescingTest {
   }
 
   /**
-   * A store that does not know yet (a JDBC store before it has detected its database) answers -1,
-   * or one whose answer throws: those calls go alone, and the next asks again.
+   * A store that does not know yet (a JDBC store before it has detected its database) answers -1:
+   * its calls go alone and each asks again, until it knows. Here it knows from the first call's
+   * completion on: that completion goes through the coalescer its claim did not.
    */
-  @ParameterizedTest(name = "first answer: {0}")
-  @ValueSource(strings = {"not known yet", "throws"})
-  void aStoreThatCannotAnswerYetLeavesItsCallsAloneAndIsAskedAgain(String first)
+  @Test
+  void aStoreThatDoesNotKnowYetLeavesItsCallsAloneAndIsAskedAgainUntilItKnows()
       throws Exception {
     AtomicInteger answers = new AtomicInteger();
-    SuggestingStore store = new SuggestingStore(() -> {
-      if (answers.getAndIncrement() < 2) {
-        if (first.equals("throws")) {
-          throw new IllegalStateException("a store's bug");
-        }
-        return -1;
-      }
-      return 1;
-    });
+    SuggestingStore store = new SuggestingStore(
+        () -> answers.getAndIncrement() < 2 ? -1 : 1);
     Once once = Once.builder(store.store).ticker(() -> 0L).build();
 
-    assertThat(call(once, "first")).as("the call itself is not failed").isEqualTo("done first");
+    assertThat(call(once, "first")).isEqualTo("done first");
     assertThat(store.claimedAlone).containsExactly("first");
-    assertThat(store.asked).as("asked for the claim and again for the completion").hasValue(2);
+    assertThat(store.asked).as("when built, for the claim, for the completion").hasValue(3);
 
     List<String> later = new CopyOnWriteArrayList<>();
     heldAndTwoMore(once, store, later);
@@ -220,6 +213,49 @@ class DefaultCoalescingTest {
     assertThat(store.asked).as("the answer, once known, is kept").hasValue(3);
     assertThat(store.batches).as("the answer taken").hasSize(1);
     assertThat(later).containsExactlyInAnyOrder("done held", "done b", "done c");
+  }
+
+  /**
+   * A store that breaks the contract (its answer throws, or is a negative number other than -1)
+   * is taken as suggesting no coalescing, once: asking it again would cost every call.
+   */
+  @ParameterizedTest(name = "its answer: {0}")
+  @ValueSource(strings = {"throws", "-2"})
+  void aStoreWhoseSuggestionIsNotANumberOfCallsIsLeftAlone(String answer) throws Exception {
+    SuggestingStore store = new SuggestingStore(() -> {
+      if (answer.equals("throws")) {
+        throw new IllegalStateException("a store's bug");
+      }
+      return Integer.parseInt(answer);
+    });
+    Once once = Once.builder(store.store).ticker(() -> 0L).build();
+    List<String> answers = new CopyOnWriteArrayList<>();
+
+    heldAndTwoMore(once, store, answers);
+
+    assertThat(answers).containsExactlyInAnyOrder("done held", "done b", "done c");
+    assertThat(store.claimedAlone).containsExactlyInAnyOrder("held", "b", "c");
+    assertThat(store.batches).isEmpty();
+    assertThat(store.asked).hasValue(1);
+  }
+
+  /**
+   * A store with an asynchronous claim of its own that suggests coalescing: an asynchronous call
+   * claims through the coalescer, on the executor (a shared batch call blocks), not through it.
+   */
+  @Test
+  void anAsynchronousCallOnAStoreThatSuggestsCoalescingClaimsThroughTheCoalescer()
+      throws Exception {
+    SuggestingStore store = new SuggestingStore(() -> 8);
+    Once once = Once.builder(store.store).asyncExecutor(
+        java.util.concurrent.ForkJoinPool.commonPool()).build();
+
+    CompletableFuture<String> answer = once.executeAsync(IdempotencyKey.of("orders", "async"), FP,
+        Codecs.utf8(), a -> CompletableFuture.completedFuture("done async"));
+
+    assertThat(answer.get(30, TimeUnit.SECONDS)).isEqualTo("done async");
+    assertThat(store.asyncClaims).hasValue(0);
+    assertThat(store.claimedAlone).containsExactly("async");
   }
 
   /**

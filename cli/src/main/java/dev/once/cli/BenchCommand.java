@@ -270,7 +270,7 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
           List<Side> replaySides = new ArrayList<>(List.of(
               new Side("raw", baseline.describeReplay(), t -> () -> baseline.replay(
                   "replay-" + run + "-" + ThreadLocalRandom.current().nextInt(REPLAY_KEYS))),
-              replaySide("once", "Once.call" + asBuilt(opened) + ": replay of the stored outcome",
+              replaySide("once", "Once.call: replay of the stored outcome" + asBuilt(opened),
                   once)));
           if (coalesced != null) {
             replaySides.add(replaySide(coalescedName(), coalescedDescription() + ": replay",
@@ -386,8 +386,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
    */
   private static String asBuilt(OpenStore opened) {
     int suggested = opened.store().defaultCoalescing();
-    return suggested > 0 ? " (as by default: coalesceStoreCalls(" + suggested + "), the store's)"
-        : suggested == 0 ? " (as by default: every call alone)" : " (as by default)";
+    return suggested > 0 ? ", as by default: coalesced beyond " + suggested + " callers"
+        : suggested == 0 ? ", as by default: every call alone" : ", as by default";
   }
 
   /** The side of {@code --coalesce N}. */
@@ -417,8 +417,8 @@ final class BenchCommand implements java.util.concurrent.Callable<Integer> {
       Accounts accounts) {
     List<Side> sides = new ArrayList<>();
     String debit = accounts == null ? "" : " (debit in autocommit)";
-    sides.add(newKeySide("once", "Once.call" + asBuilt(opened) + ": claim + run + complete"
-        + debit, once, keys, accounts));
+    sides.add(newKeySide("once", "Once.call: claim + run + complete" + debit + asBuilt(opened),
+        once, keys, accounts));
     if (coalesced != null) {
       sides.add(newKeySide(coalescedName(), coalescedDescription() + ": claim + run + complete"
           + debit, coalesced, keys, accounts));

@@ -51,11 +51,15 @@ import java.util.function.LongSupplier;
  *       more slot, up to {@code callsAlone}, and leads a batch of everything queued. The slot
  *       counts as a slot of the coalescer (callers arriving take it, a call that ends hands it
  *       on) until a call that was in flight before the escape ends (until then it may be
- *       stuck), and goes with every other once no call is in flight. Every caller queued behind
- *       a stuck call is served after at most that wait, as long as fewer than
- *       {@code callsAlone} calls are stuck. The callers inside a stuck batch still wait for it
- *       (unless the store gives up, as a coalesced batch claim may). A ticker that throws
- *       disables the escape, not the call.</li>
+ *       stuck), and goes with every other once no call is in flight. When {@code callsAlone}
+ *       calls are in flight and none has ended for {@code escapeNanos}, all may be stuck: the
+ *       oldest queued caller then makes one call beyond {@code callsAlone}, kept by nobody (it
+ *       ends as a call above the limit does), as it would have made its own call without
+ *       coalescing. So a queued caller waits for calls that answer late about
+ *       {@code escapeNanos}, or twice that while every call in flight is stuck, never until they
+ *       end. The callers inside a stuck call still wait for it (unless the store gives up, as a
+ *       coalesced batch may). A ticker that throws, or stands still, disables the escape, not
+ *       the call.</li>
  * </ul>
  *
  * @param <Q> a request
@@ -81,6 +85,14 @@ final class Coalescer<Q, R> {
   private int escaped;
   /** How many escapes there have been: a call begun before the latest may be a stuck one. */
   private volatile long escapes;
+  /**
+   * When a call last ended with callers queued, on the ticker ({@link #NO_TIME}: none yet): no
+   * call has ended for {@link #escapeNanos} while callers queue, so every call in flight may be
+   * stuck. Guarded by {@link #lock}.
+   */
+  private long lastEnded = NO_TIME;
+  /** How many escapes went beyond {@code callsAlone} calls in flight (for tests). */
+  private int escapesBeyond;
   /** Callers in this coalescer and its siblings now, and the siblings. */
   private final Demand demand;
   private final LongSupplier ticker;
@@ -218,7 +230,11 @@ final class Coalescer<Q, R> {
   /**
    * {@code mine} has waited {@link #escapeNanos} at the head of the queue while the calls in
    * flight did not end: one more call, leading everything queued, if fewer than
-   * {@link #callsAlone} are in flight. Null otherwise (it waits on).
+   * {@link #callsAlone} are in flight, or if more are and none has ended for
+   * {@link #escapeNanos} (every one may be stuck: a caller alone waiting at the server for a row
+   * a long transaction holds keeps its slot; without this, {@code callsAlone} such calls held up
+   * every queued caller, on any key, until they ended, where without coalescing the pool's other
+   * connections would have served them). Null otherwise (it waits on).
    */
   private List<Pending<Q, R>> escape(Pending<Q, R> mine) {
     if (mine.state != Pending.WAITING || mine.queuedAt == NO_TIME) {
@@ -230,10 +246,14 @@ final class Coalescer<Q, R> {
     }
     lock.lock();
     try {
-      if (mine.state != Pending.WAITING || queue.peek() != mine || calling >= callsAlone) {
+      if (mine.state != Pending.WAITING || queue.peek() != mine
+          || calling >= callsAlone && lastEnded != NO_TIME && now - lastEnded < escapeNanos) {
         return null;
       }
       dequeue();
+      if (calling >= callsAlone) {
+        escapesBeyond++;
+      }
       calling++;
       escaped = Math.min(escaped + 1, callsAlone - batchCalls);
       escapes++; // under the lock: only read outside it
@@ -363,6 +383,9 @@ final class Coalescer<Q, R> {
       if (began < escapes && escaped > 0) {
         escaped--;
       }
+      if (!queue.isEmpty() && escapeNanos > 0) {
+        lastEnded = tick();
+      }
       if (queue.isEmpty() || calling > limit()) {
         calling--;
         if (calling == 0) {
@@ -378,6 +401,11 @@ final class Coalescer<Q, R> {
     if (leader != null) {
       LockSupport.unpark(leader.waiter);
     }
+  }
+
+  /** How many escapes made a call beyond {@code callsAlone} in flight (for tests). */
+  int escapesBeyondCallsAlone() {
+    return underLockForTests(() -> escapesBeyond);
   }
 
   /** How many slots escapes added that are still kept (for tests). */

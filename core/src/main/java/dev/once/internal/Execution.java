@@ -64,7 +64,32 @@ public final class Execution {
         java.util.concurrent.Executor.class);
     int callsAlone = config.coalescedCallsInFlight();
     this.coalescers = new java.util.concurrent.atomic.AtomicReference<>(
-        callsAlone < 0 ? null : coalescers(callsAlone));
+        callsAlone < 0 ? storesCoalescing() : coalescers(callsAlone));
+  }
+
+  /**
+   * The coalescers the store suggests ({@code defaultCoalescing()}, which answers without asking
+   * its server); null while it does not know yet (-1: a JDBC store whose dialect was neither
+   * given nor detected). A store that throws there, or answers another negative number, is
+   * taken as suggesting none: it broke the SPI's contract, and asking it again on every call
+   * would cost every call.
+   */
+  private Coalescers storesCoalescing() {
+    int suggested;
+    try {
+      suggested = config.store().defaultCoalescing();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "the store's defaultCoalescing() threw; its calls"
+          + " are not coalesced (Once.Builder.coalesceStoreCalls sets it)", e);
+      return ALONE;
+    }
+    if (suggested < -1) {
+      LOG.log(System.Logger.Level.WARNING, "the store's defaultCoalescing() answered "
+          + suggested + ", not -1, 0 or more; its calls are not coalesced"
+          + " (Once.Builder.coalesceStoreCalls sets it)");
+      return ALONE;
+    }
+    return suggested == -1 ? null : coalescers(suggested);
   }
 
   /** The coalescers that let {@code callsAlone} callers call alone; {@link #ALONE} for 0. */
@@ -84,27 +109,20 @@ public final class Execution {
   }
 
   /**
-   * The coalescers, {@link #ALONE} when not coalescing. Left to the store, its
-   * {@code defaultCoalescing()} is asked (it answers without asking its server) until it knows:
-   * a JDBC store whose dialect was not given knows once a call has detected it, and until then
-   * every call goes alone. Racing calls may each ask; the first answer kept is the one used. A
-   * store that throws there is asked again by the next call, and this one goes alone.
+   * The coalescers, {@link #ALONE} when not coalescing. Left to a store that did not know when
+   * this Once was built (a JDBC store whose dialect was not given knows once a call has detected
+   * it), it is asked again on each call until it knows, and until then every call goes alone.
+   * Racing calls may each ask; the first answer kept is the one used.
    */
   private Coalescers coalescers() {
     Coalescers known = coalescers.get();
     if (known != null) {
       return known;
     }
-    int callsAlone;
-    try {
-      callsAlone = config.store().defaultCoalescing();
-    } catch (RuntimeException e) {
+    Coalescers decided = storesCoalescing();
+    if (decided == null) {
       return ALONE;
     }
-    if (callsAlone < 0) {
-      return ALONE;
-    }
-    Coalescers decided = coalescers(callsAlone);
     Coalescers witness = coalescers.compareAndExchange(null, decided);
     return witness != null ? witness : decided;
   }

@@ -326,10 +326,12 @@ public interface IdempotencyStore extends AutoCloseable {
    * Duration)} and {@link #completeAll(List, Instant, Duration, Duration)} give up after their
    * {@code lockWait}), so that a held key holds up no caller but its own.
    *
-   * <p>It answers at once, without asking its server: {@code Once} asks on its calls' threads,
-   * an event loop's included. A store that learns what it runs on from its first call (the JDBC
-   * store detects its database) answers -1 until then; {@code Once} makes its calls alone and
-   * asks again on each call until the answer is 0 or more, and keeps that answer.
+   * <p>It answers at once, without asking its server: {@code Once} asks when it is built and,
+   * while the store does not know, on its calls' threads, an event loop's included. A store that
+   * learns what it runs on from its first call (the JDBC store detects its database) answers -1
+   * until then; {@code Once} makes its calls alone and asks again on each call until the answer
+   * is 0 or more, and keeps that answer. A store whose answer throws, or is below -1, is taken
+   * as suggesting 0 (logged once).
    *
    * @return 0 (off), a positive number of calls alone (e.g. the connection pool's size), or -1
    *     while the store does not know yet

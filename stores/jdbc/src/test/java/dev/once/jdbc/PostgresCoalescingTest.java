@@ -107,8 +107,12 @@ class PostgresCoalescingTest {
   }
 
   private Once coalescing() {
+    return coalescing(System::nanoTime);
+  }
+
+  private Once coalescing(java.util.function.LongSupplier ticker) {
     return Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).coalesceStoreCalls(8)
-        .listener(counting).build();
+        .listener(counting).ticker(ticker).build();
   }
 
   /**
@@ -116,7 +120,11 @@ class PostgresCoalescingTest {
    * calls go alone until then. Its store calls are not counted.
    */
   private Once byDefault() {
-    Once once = Once.builder(store().build()).listener(counting).build();
+    return byDefault(System::nanoTime);
+  }
+
+  private Once byDefault(java.util.function.LongSupplier ticker) {
+    Once once = Once.builder(store().build()).listener(counting).ticker(ticker).build();
     once.execute(IdempotencyKey.of(scope, "first"), FP, Codecs.utf8(), attempt -> "detects");
     storeCalls.clear();
     return once;
@@ -159,13 +167,17 @@ class PostgresCoalescingTest {
    * server; the other four queue in Once (not at the server). Once the lock is gone, they are
    * served by the calls that end (in a batch, if the demand is still above eight) or, as the
    * demand falls to eight, admitted to call alone. Every work runs once and every outcome is
-   * stored.
+   * stored. The ticker stands still: with every call in flight stuck on the lock, queued callers
+   * would otherwise escape after 50 ms with one call beyond eight
+   * ({@link #eightDuplicatesWaitingForAHeldRowDoNotHoldUpCallersOnOtherKeys}).
    */
   @ParameterizedTest(name = "coalescing {0}")
   @ValueSource(strings = {"coalesceStoreCalls(8)", "left to the store"})
   void callersBeyondEightQueueInOnceUntilACallEndsOrTheDemandFalls(String configured)
       throws Exception {
-    Once once = configured.equals("left to the store") ? byDefault() : coalescing();
+    java.util.function.LongSupplier stillTicker = () -> 0L;
+    Once once = configured.equals("left to the store") ? byDefault(stillTicker)
+        : coalescing(stillTicker);
     Map<String, AtomicInteger> runs = new ConcurrentHashMap<>();
     List<Thread> callerThreads = new java.util.concurrent.CopyOnWriteArrayList<>();
     List<Future<String>> answers = new ArrayList<>();
@@ -205,6 +217,71 @@ class PostgresCoalescingTest {
       IdempotencyRecord record = store.find(IdempotencyKey.of(scope, "queued-" + i)).orElseThrow();
       assertThat(record.status()).isEqualTo(Status.COMPLETED);
     }
+  }
+
+  /**
+   * Eight lease-mode duplicates of a key whose row a long transaction holds each claim alone and
+   * wait at the server: with Once as built by default (eight calls alone), every call in flight
+   * is stuck and none is left to escape with. Callers on other keys used to queue in Once until
+   * the transaction ended (found by review: the pool had connections free); now, once no call
+   * has ended for the escape time, the oldest makes one call beyond eight, and they are served
+   * while the row is still held.
+   */
+  @Test
+  void eightDuplicatesWaitingForAHeldRowDoNotHoldUpCallersOnOtherKeys() throws Exception {
+    Once once = byDefault();
+    IdempotencyKey held = IdempotencyKey.of(scope, "held");
+    CountDownLatch inWork = new CountDownLatch(1);
+    CountDownLatch endWork = new CountDownLatch(1);
+    TransactionalOnce transactional =
+        TransactionalOnce.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).build();
+    Future<String> owner = threads.submit(() -> transactional.execute(held, FP, Codecs.utf8(),
+        tx -> {
+          inWork.countDown();
+          endWork.await();
+          return "the owner's";
+        }));
+    List<Future<String>> duplicates = new ArrayList<>();
+    AtomicInteger runs = new AtomicInteger();
+    try {
+      assertThat(inWork.await(30, TimeUnit.SECONDS)).isTrue();
+      for (int i = 0; i < 8; i++) {
+        duplicates.add(threads.submit(() -> once.call(held, FP, Codecs.utf8(), attempt -> {
+          runs.incrementAndGet();
+          return "a duplicate's";
+        }).value()));
+      }
+      awaitUntil(() -> sessionsWaitingForTheLock() == 8, "eight claims waiting for the held row");
+
+      List<Future<?>> others = new ArrayList<>();
+      for (int t = 0; t < 8; t++) {
+        int thread = t;
+        others.add(threads.submit(() -> {
+          for (int i = 0; i < 5; i++) {
+            once.call(IdempotencyKey.of(scope, "other-" + thread + "-" + i), FP, Codecs.utf8(),
+                attempt -> {
+                  runs.incrementAndGet();
+                  return "ok";
+                });
+          }
+          return null;
+        }));
+      }
+      for (Future<?> f : others) {
+        f.get(20, TimeUnit.SECONDS); // before the fix, all waited for the transaction
+      }
+      assertThat(runs).as("every other key ran, the duplicates did not").hasValue(40);
+      assertThat(calls("ESCAPE claim")).as("escapes, told to the listener").isPositive();
+      assertThat(owner).isNotDone();
+      assertThat(sessionsWaitingForTheLock()).isEqualTo(8);
+    } finally {
+      endWork.countDown();
+    }
+    assertThat(owner.get(30, TimeUnit.SECONDS)).isEqualTo("the owner's");
+    for (Future<String> d : duplicates) {
+      assertThat(d.get(30, TimeUnit.SECONDS)).isEqualTo("the owner's");
+    }
+    assertThat(runs).hasValue(40);
   }
 
   /**
