@@ -461,8 +461,9 @@ public final class Once {
      * the store refuses is repeated call by call, so one bad key never fails its neighbours.
      *
      * <p>By default, what the store suggests ({@link IdempotencyStore#defaultCoalescing}): the
-     * JDBC store on PostgreSQL suggests 8 (from the call that has detected the database, if the
-     * dialect was not given), as does a near cache over it; every other store shipped suggests 0
+     * JDBC store on PostgreSQL suggests its pool's size (8 where the DataSource does not say;
+     * from the call that has detected the database, if the dialect was not given), as does a
+     * near cache over it; every other store shipped suggests 0
      * (off). The count is this {@code Once}'s: copies made with {@link Once#toBuilder} (as some
      * integrations make, e.g. for an {@code @Idempotent} method with its own failure policy)
      * each count their own callers, so together they may make more calls alone than one.

@@ -64,7 +64,8 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  *       duplicate is answered with the stored outcome.
  *   <li>{@code once c=n}: the same with {@link Once.Builder#coalesceStoreCalls coalesceStoreCalls(n)};
  *       {@code once c=8}: callers beyond 8 share batch calls, which is Once as built by default
- *       on PostgreSQL (the JDBC store suggests 8, ADR 0014).
+ *       on PostgreSQL over this benchmark's pool of 8 (the JDBC store suggests the pool's size,
+ *       ADR 0014).
  *   <li>{@code raw insert}: one {@code INSERT … ON CONFLICT DO NOTHING} (autocommit) into the
  *       articles' table; on a duplicate it inserts nothing.
  *   <li>{@code raw insert+update}: that insert, then {@code UPDATE … SET status='completed',

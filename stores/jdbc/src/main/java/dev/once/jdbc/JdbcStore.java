@@ -348,18 +348,48 @@ public final class JdbcStore implements IdempotencyStore {
   /**
    * {@inheritDoc}
    *
-   * <p>8 on PostgreSQL, a pool's size (give {@code Once.Builder.coalesceStoreCalls} your pool's
-   * size where it is larger): beyond 8 callers, a batch of claims or of completions is one
-   * statement and one commit, and it gives up on a row another transaction holds after its
-   * {@code lockWait}. 0 on MariaDB/MySQL, which bounds that wait in whole seconds only, and on
-   * SQLite, which has one writer at a time and cannot bound it: there a batch would hold up all
-   * of its callers for one held key. -1 while the dialect was neither given nor detected yet
-   * (this never connects; the first call that needs the database detects it).
+   * <p>On PostgreSQL, the pool's size where the DataSource tells it (HikariCP's
+   * {@code getMaximumPoolSize()}), else 8: up to that many callers
+   * each call alone, as without coalescing; beyond it they would wait for a connection anyway,
+   * and a batch of claims or of completions is one statement and one commit, which gives up on a
+   * row another transaction holds after its {@code lockWait}. 0 on MariaDB/MySQL, which bounds
+   * that wait in whole seconds only, and on SQLite, which has one writer at a time and cannot
+   * bound it: there a batch would hold up all of its callers for one held key. -1 while the
+   * dialect was neither given nor detected yet (this never connects; the first call that needs
+   * the database detects it).
    */
   @Override
   public int defaultCoalescing() {
     JdbcEngine e = engine;
-    return e == null ? -1 : e.dialect().defaultCoalescing();
+    if (e == null) {
+      return -1;
+    }
+    if (!e.dialect().coalescingPays()) {
+      return 0;
+    }
+    int pool = poolSize(dataSource);
+    return pool > 0 ? pool : CALLS_ALONE_UNKNOWN_POOL;
+  }
+
+  /** Calls alone where the pool's size is not known: a common pool's size. */
+  static final int CALLS_ALONE_UNKNOWN_POOL = 8;
+
+  /**
+   * The most connections {@code dataSource} opens, if it says so through a public
+   * {@code int getMaximumPoolSize()} (HikariCP's, read without a dependency on it), else 0.
+   * Reads its configuration: no connection.
+   */
+  static int poolSize(DataSource dataSource) {
+    try {
+      java.lang.reflect.Method size = dataSource.getClass().getMethod("getMaximumPoolSize");
+      if (size.getReturnType() == int.class) {
+        int n = (int) size.invoke(dataSource);
+        return Math.max(n, 0);
+      }
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      // not a pool that says: the default
+    }
+    return 0;
   }
 
   /** Leaves the DataSource open: it belongs to the caller. */

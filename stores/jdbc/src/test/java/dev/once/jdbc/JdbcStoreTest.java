@@ -200,14 +200,19 @@ class JdbcStoreTest {
 
   /**
    * Coalescing left to the store: on where batches pay and give up on a held row within 50 ms
-   * (PostgreSQL); off where the bound is whole seconds (MariaDB) or there is none (SQLite), given
-   * or detected alike.
+   * (PostgreSQL), beyond as many callers as the pool has connections (8 where the pool does not
+   * say); off where the bound is whole seconds (MariaDB) or there is none (SQLite), given or
+   * detected alike.
    */
   @ParameterizedTest
   @EnumSource(JdbcDialect.class)
   void suggestsCoalescingOnlyWhereABatchGivesUpOnAHeldRowWithinItsLockWait(JdbcDialect dialect) {
-    int expected = dialect == JdbcDialect.POSTGRESQL ? 8 : 0;
+    int expected = dialect == JdbcDialect.POSTGRESQL ? Databases.POOL_SIZE : 0;
     assertThat(Databases.store(dialect).defaultCoalescing()).isEqualTo(expected);
+    assertThat(JdbcStore.builder(new CountingDataSource(Databases.dataSource(dialect)).dataSource)
+        .dialect(dialect).build().defaultCoalescing())
+        .as("over a DataSource that does not say its pool's size")
+        .isEqualTo(dialect == JdbcDialect.POSTGRESQL ? 8 : 0);
     JdbcStore detecting = JdbcStore.builder(Databases.dataSource(dialect))
         .table(Databases.store(dialect).table()).build();
     assertThat(detecting.defaultCoalescing()).as("not known before it is detected").isEqualTo(-1);

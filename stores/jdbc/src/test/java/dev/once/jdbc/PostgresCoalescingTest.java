@@ -45,6 +45,8 @@ class PostgresCoalescingTest {
 
   private static final Fingerprint FP = Fingerprint.of("coalescing");
   private static HikariDataSource pool;
+  /** The same database through a pool of eight, for Once as built by default. */
+  private static HikariDataSource poolOfEight;
   private static String table;
 
   private final String scope = "coalesce." + UUID.randomUUID().toString().substring(0, 8);
@@ -71,6 +73,11 @@ class PostgresCoalescingTest {
     config.setMaximumPoolSize(24);
     config.setPoolName("once-coalescing");
     pool = new HikariDataSource(config);
+    HikariConfig eight = new HikariConfig();
+    eight.setJdbcUrl(TestPostgres.jdbcUrl());
+    eight.setMaximumPoolSize(8);
+    eight.setPoolName("once-coalescing-8");
+    poolOfEight = new HikariDataSource(eight);
     table = Databases.uniqueTable("once_coalesce");
     JdbcStore.builder(pool).dialect(JdbcDialect.POSTGRESQL).table(table).build().createSchema();
   }
@@ -81,6 +88,7 @@ class PostgresCoalescingTest {
       s.execute("DROP TABLE IF EXISTS " + table);
     }
     pool.close();
+    poolOfEight.close();
   }
 
   private static JdbcStore.Builder store() {
@@ -92,13 +100,16 @@ class PostgresCoalescingTest {
     return n == null ? 0 : n.get();
   }
 
-  /** Left to the store, Once coalesces beyond eight callers here: what the store suggests. */
+  /** Left to the store, Once coalesces beyond the pool's size here: what the store suggests. */
   @Test
-  void coalescingIsLeftToTheStoreWhichSuggestsEightOnPostgres() {
+  void coalescingIsLeftToTheStoreWhichSuggestsThePoolsSizeOnPostgres() {
     Once byDefault = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).build();
     assertThat(byDefault.config().coalescedCallsInFlight()).as("left to the store").isEqualTo(-1);
-    assertThat(store().dialect(JdbcDialect.POSTGRESQL).build().defaultCoalescing()).isEqualTo(8);
-    JdbcStore detecting = store().build();
+    assertThat(store().dialect(JdbcDialect.POSTGRESQL).build().defaultCoalescing())
+        .as("the pool's size").isEqualTo(24);
+    assertThat(JdbcStore.builder(poolOfEight).dialect(JdbcDialect.POSTGRESQL).build()
+        .defaultCoalescing()).isEqualTo(8);
+    JdbcStore detecting = JdbcStore.builder(poolOfEight).table(table).build();
     assertThat(detecting.defaultCoalescing()).as("not detected yet, and never connects for it")
         .isEqualTo(-1);
     assertThat(detecting.dialect()).isEqualTo(JdbcDialect.POSTGRESQL);
@@ -116,15 +127,13 @@ class PostgresCoalescingTest {
   }
 
   /**
-   * As a user gets it: neither dialect nor coalescing given. Its first call detects the database;
-   * calls go alone until then. Its store calls are not counted.
+   * As a user gets it: neither dialect nor coalescing given, over a pool of eight (so coalesced
+   * beyond eight callers). Its first call detects the database; calls go alone until then. Its
+   * store calls are not counted.
    */
-  private Once byDefault() {
-    return byDefault(System::nanoTime);
-  }
-
   private Once byDefault(java.util.function.LongSupplier ticker) {
-    Once once = Once.builder(store().build()).listener(counting).ticker(ticker).build();
+    Once once = Once.builder(JdbcStore.builder(poolOfEight).table(table).build())
+        .listener(counting).ticker(ticker).build();
     once.execute(IdempotencyKey.of(scope, "first"), FP, Codecs.utf8(), attempt -> "detects");
     storeCalls.clear();
     return once;
@@ -221,15 +230,16 @@ class PostgresCoalescingTest {
 
   /**
    * Eight lease-mode duplicates of a key whose row a long transaction holds each claim alone and
-   * wait at the server: with Once as built by default (eight calls alone), every call in flight
-   * is stuck and none is left to escape with. Callers on other keys used to queue in Once until
-   * the transaction ended (found by review: the pool had connections free); now, once no call
-   * has ended for the escape time, the oldest makes one call beyond eight, and they are served
-   * while the row is still held.
+   * wait at the server: with {@code coalesceStoreCalls(8)} and a pool of 24 (as Once is built by
+   * default over a pool that does not say its size), every call in flight is stuck and none is
+   * left to escape with. Callers on other keys used to queue in Once until the transaction ended
+   * (found by review: the pool had connections free); now, once no call has ended for the escape
+   * time, the oldest makes one call beyond eight, and they are served while the row is still
+   * held.
    */
   @Test
   void eightDuplicatesWaitingForAHeldRowDoNotHoldUpCallersOnOtherKeys() throws Exception {
-    Once once = byDefault();
+    Once once = coalescing();
     IdempotencyKey held = IdempotencyKey.of(scope, "held");
     CountDownLatch inWork = new CountDownLatch(1);
     CountDownLatch endWork = new CountDownLatch(1);

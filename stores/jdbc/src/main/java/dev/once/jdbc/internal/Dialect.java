@@ -429,12 +429,12 @@ public abstract class Dialect {
   }
 
   /**
-   * How many store calls of each kind callers make alone before they share batches, where the
-   * user leaves it to the store ({@code IdempotencyStore.defaultCoalescing}): 0 unless batches pay
-   * and a batch gives up on a held row within a bound shorter than a second.
+   * Whether Once should coalesce store calls here when the user leaves it to the store
+   * ({@code IdempotencyStore.defaultCoalescing}): only where batches pay and a batch gives up on
+   * a held row within a bound shorter than a second.
    */
-  public int defaultCoalescing() {
-    return 0;
+  public boolean coalescingPays() {
+    return false;
   }
 
   /** Whether {@link #limitLockWait} bounds a transaction's wait for rows (else it waits). */
