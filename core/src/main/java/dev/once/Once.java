@@ -477,8 +477,10 @@ public final class Once {
      * for 50 ms (every one may be stuck, e.g. duplicates waiting at the server for a row a long
      * transaction holds), one more beyond them, as the caller would have made its own without
      * coalescing. So a queued caller waits about 50 ms for calls that answer late, up to about
-     * twice that while every call in flight is stuck, and is not interrupted while it waits (as
-     * a store call is not). A ticker that stands still (a test's) disables these escapes. A batch
+     * twice that while every call in flight is stuck and the pool has a connection free (when it
+     * has none, the call beyond waits for one, and a caller may fail after twice the pool's
+     * connection timeout: docs/architecture.md), and is not interrupted while it waits (as a
+     * store call is not). A ticker that stands still (a test's) disables these escapes. A batch
      * waits as long for a row another transaction holds, on a store that can bound it (the JDBC
      * store on PostgreSQL), then its callers call alone, so that only the held key's caller
      * waits; elsewhere the callers inside a call that waits wait with it. When the demand falls

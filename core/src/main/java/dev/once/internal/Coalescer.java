@@ -56,8 +56,8 @@ import java.util.function.LongSupplier;
  *       oldest queued caller then makes one call beyond {@code callsAlone}, kept by nobody (it
  *       ends as a call above the limit does), as it would have made its own call without
  *       coalescing. So a queued caller waits for calls that answer late about
- *       {@code escapeNanos}, or twice that while every call in flight is stuck, never until they
- *       end. The callers inside a stuck call still wait for it (unless the store gives up, as a
+ *       {@code escapeNanos}, or twice that while every call in flight is stuck, then calls (the
+ *       store may make it wait too: a pool with no connection free). The callers inside a stuck call still wait for it (unless the store gives up, as a
  *       coalesced batch may). A ticker that throws, or stands still, disables the escape, not
  *       the call.</li>
  * </ul>
@@ -91,8 +91,8 @@ final class Coalescer<Q, R> {
    * stuck. Guarded by {@link #lock}.
    */
   private long lastEnded = NO_TIME;
-  /** How many escapes went beyond {@code callsAlone} calls in flight (for tests). */
-  private int escapesBeyond;
+  /** The most calls in flight beyond {@code callsAlone} there have been, by escapes (for tests). */
+  private int mostBeyond;
   /** Callers in this coalescer and its siblings now, and the siblings. */
   private final Demand demand;
   private final LongSupplier ticker;
@@ -251,10 +251,8 @@ final class Coalescer<Q, R> {
         return null;
       }
       dequeue();
-      if (calling >= callsAlone) {
-        escapesBeyond++;
-      }
       calling++;
+      mostBeyond = Math.max(mostBeyond, calling - callsAlone);
       escaped = Math.min(escaped + 1, callsAlone - batchCalls);
       escapes++; // under the lock: only read outside it
       return take(mine);
@@ -403,9 +401,12 @@ final class Coalescer<Q, R> {
     }
   }
 
-  /** How many escapes made a call beyond {@code callsAlone} in flight (for tests). */
-  int escapesBeyondCallsAlone() {
-    return underLockForTests(() -> escapesBeyond);
+  /**
+   * The most calls in flight beyond {@code callsAlone} at once there have been, each begun by an
+   * escape when every call in flight may have been stuck (for tests).
+   */
+  int mostCallsBeyondCallsAlone() {
+    return underLockForTests(() -> mostBeyond);
   }
 
   /** How many slots escapes added that are still kept (for tests). */

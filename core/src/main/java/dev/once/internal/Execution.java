@@ -78,7 +78,9 @@ public final class Execution {
     int suggested;
     try {
       suggested = config.store().defaultCoalescing();
-    } catch (RuntimeException e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) { // a LinkageError too: the store's own reading of its pool
       LOG.log(System.Logger.Level.WARNING, "the store's defaultCoalescing() threw; its calls"
           + " are not coalesced (Once.Builder.coalesceStoreCalls sets it)", e);
       return ALONE;
@@ -111,8 +113,10 @@ public final class Execution {
   /**
    * The coalescers, {@link #ALONE} when not coalescing. Left to a store that did not know when
    * this Once was built (a JDBC store whose dialect was not given knows once a call has detected
-   * it), it is asked again on each call until it knows, and until then every call goes alone.
-   * Racing calls may each ask; the first answer kept is the one used.
+   * it), it is asked again on each claim until it knows, and until then every call goes alone.
+   * Racing calls may each ask; the first answer kept is the one used. Only a claim asks: what
+   * runs after the work (storing its outcome) takes what is known ({@link #known()}), so that
+   * nothing the store answers here can stand between the work and its outcome being stored.
    */
   private Coalescers coalescers() {
     Coalescers known = coalescers.get();
@@ -125,6 +129,12 @@ public final class Execution {
     }
     Coalescers witness = coalescers.compareAndExchange(null, decided);
     return witness != null ? witness : decided;
+  }
+
+  /** The coalescers as known now, without asking the store: {@link #ALONE} while not known. */
+  private Coalescers known() {
+    Coalescers known = coalescers.get();
+    return known != null ? known : ALONE;
   }
 
   /** Tells the listener of a coalescer's detours, as {@code operation}'s. */
@@ -397,7 +407,7 @@ public final class Execution {
   private <T> void succeededAsync(CallEvents events, IdempotencyKey key, Claim.Acquired acquired,
       long started, AttemptImpl attempt, Scheduler.Task heartbeat, Codec<T> codec, T value,
       CompletableFuture<Result<T>> answer) {
-    if (!ownCompleteAsync || coalescers() != ALONE || attempt.committedFailure() != null) {
+    if (!ownCompleteAsync || known() != ALONE || attempt.committedFailure() != null) {
       // On the executor's thread already: the blocking way, as the SPI's default would run it.
       answer.complete(succeeded(events, key, acquired, started, attempt, heartbeat, codec, value));
       return;
@@ -714,7 +724,7 @@ public final class Execution {
   }
 
   private void writeOutcome(CallEvents events, IdempotencyKey key, long token, Outcome outcome) {
-    Coalescers shared = coalescers();
+    Coalescers shared = known();
     if (shared == ALONE) {
       store.forCall(events).complete(key, token, outcome, config.clock().instant(),
           config.retention());

@@ -376,8 +376,10 @@ public final class JdbcStore implements IdempotencyStore {
 
   /**
    * The most connections {@code dataSource} opens, if it says so through a public
-   * {@code int getMaximumPoolSize()} (HikariCP's, read without a dependency on it), else 0.
-   * Reads its configuration: no connection.
+   * {@code int getMaximumPoolSize()} of a public class (HikariCP's, read without a dependency on
+   * it), else 0. Reads its configuration: no connection. HikariCP before 7 answers -1 until its
+   * pool has started when nothing set the size (a pool built with setters, as Spring Boot builds
+   * it): 0 here, so 8 from the caller.
    */
   static int poolSize(DataSource dataSource) {
     try {
@@ -386,8 +388,9 @@ public final class JdbcStore implements IdempotencyStore {
         int n = (int) size.invoke(dataSource);
         return Math.max(n, 0);
       }
-    } catch (ReflectiveOperationException | RuntimeException e) {
-      // not a pool that says: the default
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      // not a pool that says (a LinkageError: getMethod resolves every public method's types,
+      // and one may name a class of an optional dependency that is not there): the default
     }
     return 0;
   }

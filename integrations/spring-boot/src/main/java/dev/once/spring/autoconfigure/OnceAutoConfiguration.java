@@ -132,10 +132,10 @@ public class OnceAutoConfiguration {
     if (callsAlone < 0) {
       try {
         callsAlone = c.store().defaultCoalescing();
-      } catch (RuntimeException e) {
-        callsAlone = -1; // as Once takes it: not known yet
+      } catch (RuntimeException | LinkageError e) {
+        callsAlone = 0; // as Once takes it: none
       }
-      if (callsAlone < 0) {
+      if (callsAlone == -1) {
         return ", store calls coalesced as the store suggests once it knows its database";
       }
     }
