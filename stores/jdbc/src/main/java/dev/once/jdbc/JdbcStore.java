@@ -378,8 +378,8 @@ public final class JdbcStore implements IdempotencyStore {
    * The most connections {@code dataSource} opens, if it says so through a public
    * {@code int getMaximumPoolSize()} of a public class (HikariCP's, read without a dependency on
    * it), else 0. Reads its configuration: no connection. HikariCP before 7 answers -1 until its
-   * pool has started when nothing set the size (a pool built with setters, as Spring Boot builds
-   * it): 0 here, so 8 from the caller.
+   * pool has started when nothing set the size (a pool built with setters): 0 here, so 8 from
+   * the caller.
    */
   static int poolSize(DataSource dataSource) {
     try {
