@@ -239,59 +239,8 @@ class PostgresCoalescingTest {
    */
   @Test
   void eightDuplicatesWaitingForAHeldRowDoNotHoldUpCallersOnOtherKeys() throws Exception {
-    Once once = coalescing();
-    IdempotencyKey held = IdempotencyKey.of(scope, "held");
-    CountDownLatch inWork = new CountDownLatch(1);
-    CountDownLatch endWork = new CountDownLatch(1);
-    TransactionalOnce transactional =
-        TransactionalOnce.builder(store().dialect(JdbcDialect.POSTGRESQL).build()).build();
-    Future<String> owner = threads.submit(() -> transactional.execute(held, FP, Codecs.utf8(),
-        tx -> {
-          inWork.countDown();
-          endWork.await();
-          return "the owner's";
-        }));
-    List<Future<String>> duplicates = new ArrayList<>();
-    AtomicInteger runs = new AtomicInteger();
-    try {
-      assertThat(inWork.await(30, TimeUnit.SECONDS)).isTrue();
-      for (int i = 0; i < 8; i++) {
-        duplicates.add(threads.submit(() -> once.call(held, FP, Codecs.utf8(), attempt -> {
-          runs.incrementAndGet();
-          return "a duplicate's";
-        }).value()));
-      }
-      awaitUntil(() -> sessionsWaitingForTheLock() == 8, "eight claims waiting for the held row");
-
-      List<Future<?>> others = new ArrayList<>();
-      for (int t = 0; t < 8; t++) {
-        int thread = t;
-        others.add(threads.submit(() -> {
-          for (int i = 0; i < 5; i++) {
-            once.call(IdempotencyKey.of(scope, "other-" + thread + "-" + i), FP, Codecs.utf8(),
-                attempt -> {
-                  runs.incrementAndGet();
-                  return "ok";
-                });
-          }
-          return null;
-        }));
-      }
-      for (Future<?> f : others) {
-        f.get(20, TimeUnit.SECONDS); // before the fix, all waited for the transaction
-      }
-      assertThat(runs).as("every other key ran, the duplicates did not").hasValue(40);
-      assertThat(calls("ESCAPE claim")).as("escapes, told to the listener").isPositive();
-      assertThat(owner).isNotDone();
-      assertThat(sessionsWaitingForTheLock()).isEqualTo(8);
-    } finally {
-      endWork.countDown();
-    }
-    assertThat(owner.get(30, TimeUnit.SECONDS)).isEqualTo("the owner's");
-    for (Future<String> d : duplicates) {
-      assertThat(d.get(30, TimeUnit.SECONDS)).isEqualTo("the owner's");
-    }
-    assertThat(runs).hasValue(40);
+    // before the fix, all waited for the transaction
+    callersOnOtherKeysAreServedWhileDuplicatesWaitForAHeldRow(coalescing(), 8, 5, 20);
   }
 
   /**
@@ -306,6 +255,18 @@ class PostgresCoalescingTest {
   void callersQueuedBehindClaimsStuckOnALockedRowAreServedWhileTheRowIsHeld() throws Exception {
     Once once = Once.builder(store().dialect(JdbcDialect.POSTGRESQL).build())
         .coalesceStoreCalls(4).listener(counting).build();
+    // without the escape, all wait for the transaction
+    callersOnOtherKeysAreServedWhileDuplicatesWaitForAHeldRow(once, 2, 25, 60);
+  }
+
+  /**
+   * A TransactionalOnce call holds a key's row while {@code duplicates} lease-mode duplicates of
+   * it wait at the server; eight threads then make {@code callsEach} calls each on other keys.
+   * Each of those runs once within {@code seconds}, with escapes told, while the row is still
+   * held; the duplicates then replay the owner's value and run nothing.
+   */
+  private void callersOnOtherKeysAreServedWhileDuplicatesWaitForAHeldRow(Once once,
+      int duplicates, int callsEach, int seconds) throws Exception {
     IdempotencyKey held = IdempotencyKey.of(scope, "held");
     CountDownLatch inWork = new CountDownLatch(1);
     CountDownLatch endWork = new CountDownLatch(1);
@@ -317,24 +278,26 @@ class PostgresCoalescingTest {
           endWork.await();
           return "the owner's";
         }));
-    List<Future<String>> duplicates = new ArrayList<>();
+    List<Future<String>> waiting = new ArrayList<>();
     AtomicInteger runs = new AtomicInteger();
+    int others = 8 * callsEach;
     try {
       assertThat(inWork.await(30, TimeUnit.SECONDS)).isTrue();
-      for (int i = 0; i < 2; i++) {
-        duplicates.add(threads.submit(() -> once.call(held, FP, Codecs.utf8(), attempt -> {
+      for (int i = 0; i < duplicates; i++) {
+        waiting.add(threads.submit(() -> once.call(held, FP, Codecs.utf8(), attempt -> {
           runs.incrementAndGet();
           return "a duplicate's";
         }).value()));
       }
-      awaitUntil(() -> sessionsWaitingForTheLock() == 2, "two claims waiting for the held row");
+      awaitUntil(() -> sessionsWaitingForTheLock() == duplicates,
+          duplicates + " claims waiting for the held row");
 
       List<Future<?>> flood = new ArrayList<>();
       for (int t = 0; t < 8; t++) {
         int thread = t;
         flood.add(threads.submit(() -> {
-          for (int i = 0; i < 25; i++) {
-            once.call(IdempotencyKey.of(scope, "flood-" + thread + "-" + i), FP, Codecs.utf8(),
+          for (int i = 0; i < callsEach; i++) {
+            once.call(IdempotencyKey.of(scope, "other-" + thread + "-" + i), FP, Codecs.utf8(),
                 attempt -> {
                   runs.incrementAndGet();
                   return "ok";
@@ -344,21 +307,22 @@ class PostgresCoalescingTest {
         }));
       }
       for (Future<?> f : flood) {
-        f.get(60, TimeUnit.SECONDS); // without the escape, all wait for the transaction
+        f.get(seconds, TimeUnit.SECONDS);
       }
-      assertThat(runs).as("every caller of the flood ran, the duplicates did not").hasValue(200);
+      assertThat(runs).as("every other key ran, the duplicates did not").hasValue(others);
       assertThat(calls("ESCAPE claim")).as("escapes, told to the listener").isPositive();
       assertThat(owner).isNotDone();
-      assertThat(sessionsWaitingForTheLock()).isEqualTo(2);
+      assertThat(sessionsWaitingForTheLock()).isEqualTo(duplicates);
     } finally {
       endWork.countDown();
     }
     assertThat(owner.get(30, TimeUnit.SECONDS)).isEqualTo("the owner's");
-    for (Future<String> d : duplicates) {
+    for (Future<String> d : waiting) {
       assertThat(d.get(30, TimeUnit.SECONDS)).isEqualTo("the owner's");
     }
-    assertThat(runs).hasValue(200);
+    assertThat(runs).hasValue(others);
   }
+
 
   /**
    * A batch claim that holds a key whose row a long transaction holds (TransactionalOnce, its work
