@@ -12,7 +12,8 @@
 # (default 1: each round makes the tables anew and runs both sides, alternating which goes first),
 # and VERSIONS: how many of the shipped schema versions make Once's table (default all; 3 gives the
 # column order of versions 1 to 3, which tables made before version 4 keep; 4 keeps version 1's
-# CHECK constraints, which tables keep until version 5 runs).
+# CHECK constraints, which tables keep until version 5 runs); ALTER_ONCE: SQL run on Once's table
+# once it is made, for an experiment (e.g. "DROP INDEX once_wal_purge_idx").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -34,6 +35,9 @@ for round in $(seq 1 "${ROUNDS:-1}"); do
     | head -n "${VERSIONS:-99}" | while read -r f; do
     sed 's/\${table}/once_wal/g; s/\${name}/once_wal/g' "$f"
   done | psql >/dev/null
+  # An experiment's change to Once's table (an index dropped...), e.g.
+  # ALTER_ONCE='DROP INDEX once_wal_purge_idx'.
+  [ -n "${ALTER_ONCE:-}" ] && psql -c "$ALTER_ONCE"
   psql -c "CREATE TABLE raw_wal (idempotency_key text PRIMARY KEY, status text NOT NULL,
     request_hash bytea, response_body bytea, created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL)"

@@ -66,6 +66,11 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  *       {@code once c=8}: callers beyond 8 share batch calls, which is Once as built by default
  *       on PostgreSQL over this benchmark's pool of 8 (the JDBC store suggests the pool's size,
  *       ADR 0014).
+ *   <li>{@code once by hand} (new keys): the two statements {@code once} sends for a new key,
+ *       {@code JdbcStore}'s claim insert and its completion under the token, sent by hand through
+ *       the same pool into Once's table, with none of Once's code: what Once would reach if its
+ *       JVM work cost nothing, so {@code once} against it is the cost of Once's code, and it
+ *       against the raw pair the cost of what Once stores.
  *   <li>{@code raw insert}: one {@code INSERT … ON CONFLICT DO NOTHING} (autocommit) into the
  *       articles' table; on a duplicate it inserts nothing.
  *   <li>{@code raw insert+update}: that insert, then {@code UPDATE … SET status='completed',
@@ -131,6 +136,12 @@ public final class PeersBenchmark {
 
   /** One side of a workload: its name, whether it is Once, and its operation. */
   record Side(String name, boolean once, Op op) {}
+
+  /**
+   * The side that sends the statements a Once call makes, by hand, with none of Once's code: on
+   * PostgreSQL, what Once could reach if its JVM work cost nothing.
+   */
+  static final String BY_HAND = "once by hand";
 
   /** A store and the sides measured on it. */
   interface Target extends AutoCloseable {
@@ -244,7 +255,8 @@ public final class PeersBenchmark {
       StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%s: %-9s", title,
           sides.get(o).name()));
       for (int p = 0; p < sides.size(); p++) {
-        if (sides.get(p).once()) {
+        // Once sides against the peers, and against Once's own statements sent by hand.
+        if (p == o || (sides.get(p).once() && !sides.get(p).name().equals(BY_HAND))) {
           continue;
         }
         double[] ratios = new double[rounds];
@@ -452,6 +464,9 @@ public final class PeersBenchmark {
     private final HikariDataSource pool;
     private final JdbcStore store;
     private final String table;
+    /** JdbcStore's claim insert and completion on PostgreSQL, for {@link #onceByHand}. */
+    private final String onceInsert;
+    private final String onceComplete;
     private final JdbcMessageIdRepository camel;
     private final JdbcMetadataStore spring;
     private final String run = UUID.randomUUID().toString().substring(0, 8);
@@ -467,6 +482,14 @@ public final class PeersBenchmark {
       table = "once_peers_" + run;
       store = JdbcStore.builder(pool).dialect(JdbcDialect.POSTGRESQL).table(table).build();
       store.createSchema();
+      onceInsert = "INSERT INTO " + table + " (scope, tenant, idem_key, status, fingerprint,"
+          + " token, lease_until, attempts, created_at, updated_at, expires_at, claim_id,"
+          + " purge_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+          + " ON CONFLICT (scope, tenant, idem_key) DO NOTHING";
+      onceComplete = "UPDATE " + table + " SET status = 'COMPLETED', outcome_kind = ?,"
+          + " outcome_media_type = ?, outcome_body = ?, updated_at = ?, expires_at = ?,"
+          + " purge_after = LEAST(purge_after, ?) WHERE scope = ? AND tenant = ?"
+          + " AND idem_key = ? AND token = ? AND status = 'IN_PROGRESS'";
       try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
         // The articles' table: key as primary key, status, response cached as bytes.
         s.execute("CREATE TABLE IF NOT EXISTS " + RAW_TABLE + " (idempotency_key text PRIMARY KEY,"
@@ -573,6 +596,8 @@ public final class PeersBenchmark {
         sides.add(new Side(name, true, (t, n) -> newKey(once, IdempotencyKey.of(SCOPE,
             p + t + "-" + n))));
       });
+      String hand = prefix(BY_HAND);
+      sides.add(new Side(BY_HAND, true, (t, n) -> onceByHand(hand + t + "-" + n)));
       String single = prefix("raw");
       sides.add(new Side("raw insert", false, (t, n) -> {
         if (rawInsert(single + t + "-" + n) != 1) {
@@ -651,6 +676,56 @@ public final class PeersBenchmark {
           update.setBytes(1, RESPONSE_BYTES);
           update.setString(2, key);
           update.executeUpdate();
+        }
+      }
+    }
+
+    /**
+     * What {@code once} sends for a new key, by hand: {@code JdbcStore}'s claim (its insert of a
+     * record with no checkpoint, outcome or error) and its completion under the token, as its
+     * {@code Dialect} writes them for PostgreSQL (copied here: the benchmark sees no internals),
+     * each in autocommit on one pooled connection, with the values a call writes.
+     */
+    private void onceByHand(String key) throws SQLException {
+      long now = System.currentTimeMillis() * 1000;
+      long leaseUntil = now + 30_000_000L;
+      long token = now;
+      try (Connection c = pool.getConnection()) {
+        try (PreparedStatement insert = c.prepareStatement(onceInsert)) {
+          int i = 1;
+          insert.setString(i++, SCOPE);
+          insert.setString(i++, "");
+          insert.setString(i++, key);
+          insert.setString(i++, "IN_PROGRESS");
+          insert.setBytes(i++, HASH);
+          insert.setLong(i++, token);
+          insert.setLong(i++, leaseUntil);
+          insert.setInt(i++, 1);
+          insert.setLong(i++, now);
+          insert.setLong(i++, now);
+          insert.setLong(i++, leaseUntil);
+          insert.setLong(i++, token);
+          insert.setLong(i++, leaseUntil);
+          if (insert.executeUpdate() != 1) {
+            throw new IllegalStateException("benchmark keys must be new");
+          }
+        }
+        try (PreparedStatement complete = c.prepareStatement(onceComplete)) {
+          long expires = now + 86_400_000_000L;
+          int i = 1;
+          complete.setString(i++, "SUCCESS");
+          complete.setString(i++, Codecs.utf8().mediaType());
+          complete.setBytes(i++, RESPONSE_BYTES);
+          complete.setLong(i++, now);
+          complete.setLong(i++, expires);
+          complete.setLong(i++, expires);
+          complete.setString(i++, SCOPE);
+          complete.setString(i++, "");
+          complete.setString(i++, key);
+          complete.setLong(i++, token);
+          if (complete.executeUpdate() != 1) {
+            throw new IllegalStateException("the completion must find its claim");
+          }
         }
       }
     }
