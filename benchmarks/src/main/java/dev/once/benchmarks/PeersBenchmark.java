@@ -68,9 +68,10 @@ import org.springframework.integration.redis.metadata.RedisMetadataStore;
  *       ADR 0014).
  *   <li>{@code once by hand} (new keys): the two statements {@code once} sends for a new key,
  *       {@code JdbcStore}'s claim insert and its completion under the token, sent by hand through
- *       the same pool into Once's table, with none of Once's code: what Once would reach if its
- *       JVM work cost nothing, so {@code once} against it is the cost of Once's code, and it
- *       against the raw pair the cost of what Once stores.
+ *       the same pool into Once's table, each on a connection of its own as {@code JdbcStore}
+ *       borrows them: what Once would reach if its own code above the JDBC calls cost nothing,
+ *       so {@code once} against it is the cost of that code, and it against the raw pair the
+ *       cost of what Once stores and of borrowing twice.
  *   <li>{@code raw insert}: one {@code INSERT … ON CONFLICT DO NOTHING} (autocommit) into the
  *       articles' table; on a duplicate it inserts nothing.
  *   <li>{@code raw insert+update}: that insert, then {@code UPDATE … SET status='completed',
@@ -138,8 +139,8 @@ public final class PeersBenchmark {
   record Side(String name, boolean once, Op op) {}
 
   /**
-   * The side that sends the statements a Once call makes, by hand, with none of Once's code: on
-   * PostgreSQL, what Once could reach if its JVM work cost nothing.
+   * The side that sends the statements a Once call makes, by hand, with none of Once's code above
+   * the JDBC calls: on PostgreSQL, what Once could reach if that code cost nothing.
    */
   static final String BY_HAND = "once by hand";
 
@@ -596,7 +597,7 @@ public final class PeersBenchmark {
         sides.add(new Side(name, true, (t, n) -> newKey(once, IdempotencyKey.of(SCOPE,
             p + t + "-" + n))));
       });
-      String hand = prefix(BY_HAND);
+      String hand = prefix("hand"); // as long as the Once side's "once": keys of the same size
       sides.add(new Side(BY_HAND, true, (t, n) -> onceByHand(hand + t + "-" + n)));
       String single = prefix("raw");
       sides.add(new Side("raw insert", false, (t, n) -> {
@@ -684,48 +685,50 @@ public final class PeersBenchmark {
      * What {@code once} sends for a new key, by hand: {@code JdbcStore}'s claim (its insert of a
      * record with no checkpoint, outcome or error) and its completion under the token, as its
      * {@code Dialect} writes them for PostgreSQL (copied here: the benchmark sees no internals),
-     * each in autocommit on one pooled connection, with the values a call writes.
+     * each in autocommit on a connection of its own from the pool, as {@code JdbcStore} borrows
+     * one per store call, with values of the sizes a call writes (a claim's expiry is its
+     * retention, as {@code ClaimRequest.expiresAt()} gives it).
      */
     private void onceByHand(String key) throws SQLException {
       long now = System.currentTimeMillis() * 1000;
       long leaseUntil = now + 30_000_000L;
+      long expires = now + 86_400_000_000L;
       long token = now;
-      try (Connection c = pool.getConnection()) {
-        try (PreparedStatement insert = c.prepareStatement(onceInsert)) {
-          int i = 1;
-          insert.setString(i++, SCOPE);
-          insert.setString(i++, "");
-          insert.setString(i++, key);
-          insert.setString(i++, "IN_PROGRESS");
-          insert.setBytes(i++, HASH);
-          insert.setLong(i++, token);
-          insert.setLong(i++, leaseUntil);
-          insert.setInt(i++, 1);
-          insert.setLong(i++, now);
-          insert.setLong(i++, now);
-          insert.setLong(i++, leaseUntil);
-          insert.setLong(i++, token);
-          insert.setLong(i++, leaseUntil);
-          if (insert.executeUpdate() != 1) {
-            throw new IllegalStateException("benchmark keys must be new");
-          }
+      try (Connection c = pool.getConnection();
+          PreparedStatement insert = c.prepareStatement(onceInsert)) {
+        int i = 1;
+        insert.setString(i++, SCOPE);
+        insert.setString(i++, "");
+        insert.setString(i++, key);
+        insert.setString(i++, "IN_PROGRESS");
+        insert.setBytes(i++, HASH);
+        insert.setLong(i++, token);
+        insert.setLong(i++, leaseUntil);
+        insert.setInt(i++, 1);
+        insert.setLong(i++, now);
+        insert.setLong(i++, now);
+        insert.setLong(i++, expires);
+        insert.setLong(i++, token);
+        insert.setLong(i++, expires);
+        if (insert.executeUpdate() != 1) {
+          throw new IllegalStateException("benchmark keys must be new");
         }
-        try (PreparedStatement complete = c.prepareStatement(onceComplete)) {
-          long expires = now + 86_400_000_000L;
-          int i = 1;
-          complete.setString(i++, "SUCCESS");
-          complete.setString(i++, Codecs.utf8().mediaType());
-          complete.setBytes(i++, RESPONSE_BYTES);
-          complete.setLong(i++, now);
-          complete.setLong(i++, expires);
-          complete.setLong(i++, expires);
-          complete.setString(i++, SCOPE);
-          complete.setString(i++, "");
-          complete.setString(i++, key);
-          complete.setLong(i++, token);
-          if (complete.executeUpdate() != 1) {
-            throw new IllegalStateException("the completion must find its claim");
-          }
+      }
+      try (Connection c = pool.getConnection();
+          PreparedStatement complete = c.prepareStatement(onceComplete)) {
+        int i = 1;
+        complete.setString(i++, "SUCCESS");
+        complete.setString(i++, Codecs.utf8().mediaType());
+        complete.setBytes(i++, RESPONSE_BYTES);
+        complete.setLong(i++, now);
+        complete.setLong(i++, expires);
+        complete.setLong(i++, expires);
+        complete.setString(i++, SCOPE);
+        complete.setString(i++, "");
+        complete.setString(i++, key);
+        complete.setLong(i++, token);
+        if (complete.executeUpdate() != 1) {
+          throw new IllegalStateException("the completion must find its claim");
         }
       }
     }
