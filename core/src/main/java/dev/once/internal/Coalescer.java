@@ -57,9 +57,9 @@ import java.util.function.LongSupplier;
  *       ends as a call above the limit does), as it would have made its own call without
  *       coalescing. So a queued caller waits for calls that answer late about
  *       {@code escapeNanos}, or twice that while every call in flight is stuck, then calls (the
- *       store may make it wait too: a pool with no connection free). The callers inside a stuck call still wait for it (unless the store gives up, as a
- *       coalesced batch may). A ticker that throws, or stands still, disables the escape, not
- *       the call.</li>
+ *       store may make it wait too: a pool with no connection free). The callers inside a stuck
+ *       call still wait for it (unless the store gives up, as a coalesced batch may). A ticker
+ *       that throws, or stands still, disables the escape, not the call.</li>
  * </ul>
  *
  * @param <Q> a request
